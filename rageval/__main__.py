@@ -1,0 +1,3 @@
+from rageval.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,50 @@
+"""The exceptions rageval raises. The library raises; only the CLI and the entrypoint print.
+
+Every message names the file (and key, line or case id where there is one), says what was wrong
+and how to fix it. ``RagevalError.exit_code`` is what the CLI exits with.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class RagevalError(Exception):
+    """Base class: bad input or an environment problem the user can fix. Exit code 2."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, tip: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.tip = tip
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ConfigError(RagevalError):
+    """rageval.yml is missing, malformed, or names something that does not exist."""
+
+
+class DatasetError(RagevalError):
+    """The golden set, corpus or a trace file is malformed."""
+
+
+class BaselineError(RagevalError):
+    """A baseline RunResult could not be found, read or trusted."""
+
+
+class ModelError(RagevalError):
+    """A model endpoint failed in a way that stops the run (not a per-case error)."""
+
+
+class GithubError(RagevalError):
+    """The GitHub API refused or failed a request."""
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'gate'?)`` for the closest choice, or an empty string."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""

@@ -1,0 +1,250 @@
+"""The golden set: load, validate, fingerprint, select subsets, label slices.
+
+Two formats load: the canonical one (YAML or JSON mapping with ``dataset``, ``version``,
+``cases``) and the seeds' flat ``golden.json`` list (keys ``id, muc_ky_vong, nguon, cau_hoi,
+tra_loi_ky_vong``). Labels point at document sections (``DT-1``), never at chunk ids, so one
+golden set compares any two chunkings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rageval.errors import DatasetError, did_you_mean
+
+CASE_KEYS = ("id", "question", "expected_sections", "expected_answer", "source", "slice", "tags",
+             "must_include", "must_not_include", "out_of_scope")
+SEED_KEYS = {"id": "id", "cau_hoi": "question", "muc_ky_vong": "expected_sections",
+             "tra_loi_ky_vong": "expected_answer", "nguon": "source"}
+TOP_KEYS = ("dataset", "version", "changelog", "created", "description", "cases")
+
+MSG_DUPLICATE = "{path}: case id '{id}' appears twice ({where}). Give every case a unique id."
+MSG_UNKNOWN_SECTION = ("{path}: case '{id}' expects section '{section}', which no corpus document has{hint}. "
+                       "Fix the label, or add a '## {section} …' heading to the corpus.")
+MSG_EMPTY_SUBSET = "{path}: no case is tagged '{subset}'. Tag cases with `tags: [{subset}]`, or run without --subset."
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    question: str
+    expected_sections: tuple[str, ...] = ()
+    expected_answer: str = ""
+    source: str = ""
+    slice: dict[str, Any] = field(default_factory=dict)
+    tags: tuple[str, ...] = ()
+    must_include: tuple[str, ...] = ()
+    must_not_include: tuple[str, ...] = ()
+    out_of_scope: bool = False
+
+    def slice_labels(self) -> list[str]:
+        """``type=lookup``-style labels, one per slice key, used for by-slice aggregates."""
+        return [f"{k}={_label(v)}" for k, v in sorted(self.slice.items())]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "question": self.question, "expected_sections": list(self.expected_sections),
+                "expected_answer": self.expected_answer, "source": self.source, "slice": dict(self.slice),
+                "tags": list(self.tags), "must_include": list(self.must_include),
+                "must_not_include": list(self.must_not_include), "out_of_scope": self.out_of_scope}
+
+
+def _label(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class GoldenSet:
+    name: str
+    version: int | str
+    sha256: str
+    path: Path
+    cases: tuple[Case, ...]
+    changelog: str = ""
+
+    def by_id(self) -> dict[str, Case]:
+        return {c.id: c for c in self.cases}
+
+    def subset(self, tag: str | None) -> GoldenSet:
+        """Cases tagged ``tag``; all cases when tag is None or empty."""
+        if not tag:
+            return self
+        chosen = tuple(c for c in self.cases if tag in c.tags)
+        if not chosen:
+            raise DatasetError(MSG_EMPTY_SUBSET.format(path=self.path, subset=tag))
+        return GoldenSet(self.name, self.version, self.sha256, self.path, chosen, self.changelog)
+
+    def check_sections(self, known: Iterable[str]) -> None:
+        """Every expected section must exist in the corpus."""
+        known = set(known)
+        for case in self.cases:
+            for section in case.expected_sections:
+                if section not in known:
+                    raise DatasetError(MSG_UNKNOWN_SECTION.format(
+                        path=self.path, id=case.id, section=section, hint=did_you_mean(section, known)))
+
+    def describe(self, subset: str | None = None) -> dict[str, Any]:
+        return {"name": self.name, "version": self.version, "sha256": self.sha256, "path": self.path.name,
+                "subset": subset, "changelog": self.changelog}
+
+
+def load_golden(path: str | Path) -> GoldenSet:
+    path = Path(path)
+    if not path.is_file():
+        raise DatasetError(f"{path}: golden set not found. Check `golden:` in the config (paths are relative to it).")
+    raw_bytes = path.read_bytes()
+    try:
+        text = raw_bytes.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"{path}: not UTF-8 text (byte {exc.start}). Save the file as UTF-8.") from None
+    lines: list[int | None] = []
+    if path.suffix.lower() == ".json":
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{path}: line {exc.lineno}: not valid JSON: {exc.msg}. Fix the syntax there.") from None
+    else:
+        try:
+            raw = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"line {mark.line + 1}: " if mark else ""
+            raise DatasetError(f"{path}: {where}not valid YAML: {getattr(exc, 'problem', exc)}. Fix the syntax there.") from None
+        lines = _case_lines(text)
+    sha = hashlib.sha256(raw_bytes).hexdigest()
+    if isinstance(raw, list):  # the seeds' flat golden.json
+        return GoldenSet(name=path.stem, version=1, sha256=sha, path=path,
+                         cases=_cases([_from_seed(path, i, c) for i, c in enumerate(raw)], path, lines))
+    if not isinstance(raw, dict):
+        raise DatasetError(f"{path}: expected a mapping with `dataset`, `version` and `cases` (or a list of cases), "
+                           f"got {type(raw).__name__}.")
+    for key in raw:
+        if key not in TOP_KEYS:
+            raise DatasetError(f"{path}: unknown top-level key '{key}'{did_you_mean(str(key), TOP_KEYS)}. "
+                               f"Valid keys: {', '.join(TOP_KEYS)}.")
+    for key in ("dataset", "version", "cases"):
+        if key not in raw:
+            raise DatasetError(f"{path}: missing top-level key '{key}'. A golden set needs dataset, version and cases.")
+    name, version = raw["dataset"], raw["version"]
+    if not isinstance(name, str) or not name:
+        raise DatasetError(f"{path}: 'dataset' must be a non-empty string, got {name!r}.")
+    if isinstance(version, bool) or not isinstance(version, (int, str)) or version == "":
+        raise DatasetError(f"{path}: 'version' must be an integer or a string like '3', got {version!r}.")
+    if not isinstance(raw["cases"], list) or not raw["cases"]:
+        raise DatasetError(f"{path}: 'cases' must be a non-empty list of cases.")
+    changelog = raw.get("changelog") or ""
+    if isinstance(changelog, list):
+        changelog = str(changelog[-1]) if changelog else ""
+    return GoldenSet(name=name, version=version, sha256=sha, path=path,
+                     cases=_cases(raw["cases"], path, lines), changelog=str(changelog))
+
+
+def _case_lines(text: str) -> list[int | None]:
+    """Line number of each entry of `cases:` (YAML), for error messages."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return []
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if key.value == "cases" and isinstance(value, yaml.SequenceNode):
+                return [item.start_mark.line + 1 for item in value.value]
+    if isinstance(node, yaml.SequenceNode):
+        return [item.start_mark.line + 1 for item in node.value]
+    return []
+
+
+def _from_seed(path: Path, index: int, item: Any) -> dict[str, Any]:
+    if not isinstance(item, dict):
+        raise DatasetError(f"{path}: case #{index + 1} must be a mapping, got {type(item).__name__}.")
+    if any(k in item for k in SEED_KEYS if k != "id"):
+        return {SEED_KEYS.get(k, k): v for k, v in item.items()}
+    return item
+
+
+def _where(path: Path, index: int, lines: Sequence[int | None], case_id: Any = None) -> str:
+    line = lines[index] if index < len(lines) else None
+    label = f"case '{case_id}'" if isinstance(case_id, str) and case_id else f"case #{index + 1}"
+    return f"{path}: line {line}: {label}" if line else f"{path}: {label}"
+
+
+def _cases(items: list[Any], path: Path, lines: Sequence[int | None]) -> tuple[Case, ...]:
+    seen: dict[str, int] = {}
+    out: list[Case] = []
+    for index, item in enumerate(items):
+        where = _where(path, index, lines, item.get("id") if isinstance(item, dict) else None)
+        if not isinstance(item, dict):
+            raise DatasetError(f"{where}: must be a mapping of case fields, got {type(item).__name__}.")
+        for key in item:
+            if key not in CASE_KEYS:
+                raise DatasetError(f"{where}: unknown key '{key}'{did_you_mean(str(key), CASE_KEYS)}. "
+                                   f"Valid keys: {', '.join(CASE_KEYS)}.")
+        case_id = item.get("id")
+        if not isinstance(case_id, (str, int)) or isinstance(case_id, bool) or str(case_id) == "":
+            raise DatasetError(f"{where}: missing 'id' (a short unique string such as q01).")
+        case_id = str(case_id)
+        if case_id in seen:
+            raise DatasetError(MSG_DUPLICATE.format(path=path, id=case_id,
+                                                    where=f"cases #{seen[case_id] + 1} and #{index + 1}"))
+        seen[case_id] = index
+        question = item.get("question")
+        if not isinstance(question, str) or not question.strip():
+            raise DatasetError(f"{where}: missing 'question' (the text a user would ask).")
+        out.append(Case(
+            id=case_id,
+            question=question,
+            expected_sections=_str_list(item.get("expected_sections", []), "expected_sections", where),
+            expected_answer=_str(item.get("expected_answer", ""), "expected_answer", where),
+            source=_str(item.get("source", ""), "source", where),
+            slice=_slice(item.get("slice", {}), where),
+            tags=_str_list(item.get("tags", []), "tags", where),
+            must_include=_str_list(item.get("must_include", []), "must_include", where),
+            must_not_include=_str_list(item.get("must_not_include", []), "must_not_include", where),
+            out_of_scope=_bool(item.get("out_of_scope", False), where),
+        ))
+        case = out[-1]
+        if not case.out_of_scope and not case.expected_sections and not case.expected_answer:
+            raise DatasetError(f"{where}: give 'expected_sections' and/or 'expected_answer', "
+                               "or mark the case `out_of_scope: true`.")
+    return tuple(out)
+
+
+def _str(value: Any, key: str, where: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise DatasetError(f"{where}: '{key}' must be a string, got {value!r}.")
+    return value
+
+
+def _str_list(value: Any, key: str, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in value):
+        raise DatasetError(f"{where}: '{key}' must be a list of strings, e.g. [DT-1], got {value!r}.")
+    return tuple(str(v) for v in value)
+
+
+def _slice(value: Any, where: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(v, (str, int, float, bool)) for v in value.values()):
+        raise DatasetError(f"{where}: 'slice' must be a mapping of simple values, e.g. {{type: lookup, numeric: true}}, "
+                           f"got {value!r}.")
+    return {str(k): v for k, v in value.items()}
+
+
+def _bool(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise DatasetError(f"{where}: 'out_of_scope' must be true or false, got {value!r}.")
+    return value

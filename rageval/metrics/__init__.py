@@ -1,0 +1,1 @@
+"""Per-case metric and check functions. Nothing in this package does I/O."""

@@ -1,0 +1,527 @@
+"""The number rule: deadlines, money and rates in an answer must be exactly right.
+
+A *quantity* is a number followed by a unit ("7 ngày", "30.000 đồng", "5 business days", "15%"),
+or a currency sign followed by a number ("$5"). The rule has two directions:
+
+* every quantity of the expected answer must appear in the answer (``missing`` otherwise);
+* every quantity of the answer must appear in the expected source sections
+  (``outside_source`` otherwise) — this is what catches "30 ngày" copied from the wrong section.
+
+Before comparing, every mention is reduced to a canonical :class:`Quantity`:
+
+* units: one canonical name per unit, Vietnamese (see :data:`UNITS`); English spellings map to the
+  same unit ("days" = "ngày"), weeks become days (1 tuần = 7 ngày), and the money multipliers
+  k / nghìn / ngàn / triệu / tỷ (and English thousand / million / billion before a currency) are
+  applied ("30k" = "30 nghìn đồng" = "30.000 đồng" = "30,000 VND" = "30000đ");
+* "ngày làm việc" / "business days" is its own unit and is matched before "ngày": "5 ngày" is
+  not "5 ngày làm việc";
+* numbers: digits with thousands separators ("30.000", "30,000": a separator followed by exactly
+  three digits groups thousands), a decimal comma or point otherwise ("1,5 triệu đồng" =
+  1.500.000 đồng), and number words in Vietnamese ("bảy", "mười hai", "ba mươi", "hai mươi mốt",
+  "mười lăm", "hai mươi tư", "năm trăm") and English ("seven", "twenty-one", "one hundred";
+  "a"/"an" before a time unit: "a week" = 7 ngày);
+* text typed without diacritics is read too ("7 ngay", "5 ngay lam viec", "30.000 dong",
+  "bay ngay").
+
+Ambiguities are resolved the way Vietnamese is written:
+
+* "năm" is the number five before a unit ("năm ngày" = 5 ngày, "năm năm" = 5 năm) and the unit
+  year after a number ("1 năm", "mười năm" — fifteen is spelled "mười lăm");
+* dates are not durations: "ngày 28 tháng 9 năm 2026", "thứ 7 ngày 3/10", "thứ năm ngày 1"
+  produce nothing;
+* a number word written without diacritics counts only when its unit is written without them too
+  ("bay ngay" = 7 ngày, but in "bay ngày" the writer uses diacritics, so "bay" is not "bảy"), and
+  the bare "sau" is never six (it is far more often "after": "sau ngay nhan hang");
+* a bare money multiplier means Vietnamese đồng ("phí 30 nghìn", "hoàn 1,5 triệu");
+* ranges carry the unit to both ends: "3-5 ngày", "từ 3 đến 5 ngày", "7 hoặc 30 ngày".
+
+Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+
+from rageval.errors import did_you_mean
+from rageval.metrics.base import CheckResult
+from rageval.text import fold, normalize
+
+# --- canonical units ---------------------------------------------------------------------------
+
+#: Canonical unit names, in the order quantities are listed in reports. These (or the aliases in
+#: :data:`UNIT_ALIASES`) are what a user may put in ``checks.units``.
+UNITS: tuple[str, ...] = ("ngày làm việc", "ngày", "tháng", "năm", "giờ", "phút", "%", "đồng", "USD")
+
+_TIME_UNITS = frozenset({"ngày làm việc", "ngày", "tháng", "năm", "giờ", "phút"})
+
+#: Other names accepted in ``checks.units`` (compared after casefolding; the diacritic-less
+#: spelling of a canonical name is accepted too, e.g. "ngay lam viec", "dong").
+UNIT_ALIASES: dict[str, str] = {
+    "business days": "ngày làm việc", "working days": "ngày làm việc",
+    "days": "ngày", "months": "tháng", "years": "năm", "hours": "giờ", "minutes": "phút",
+    "percent": "%", "phần trăm": "%", "vnd": "đồng", "usd": "USD",
+}
+
+_WEEK_NAMES = frozenset({"tuần", "tuan", "week", "weeks"})
+
+UNKNOWN_UNIT = ("unknown unit {name!r} in checks.units{hint}; valid unit names are: {valid} "
+                "(English aliases: {aliases})")
+WEEK_UNIT = ("{name!r} in checks.units is not a unit of its own: weeks are counted as days "
+             "(1 tuần = 7 ngày); list 'ngày' instead")
+
+# Surface spellings, tokenised like the text: (spelling, canonical unit, factor).
+# Longer spellings are tried first, so "ngày làm việc" wins over "ngày".
+_UNIT_SPELLINGS: tuple[tuple[str, str, int], ...] = (
+    ("ngày làm việc", "ngày làm việc", 1), ("ngay lam viec", "ngày làm việc", 1),
+    ("business day", "ngày làm việc", 1), ("business days", "ngày làm việc", 1),
+    ("working day", "ngày làm việc", 1), ("working days", "ngày làm việc", 1),
+    ("ngày", "ngày", 1), ("ngay", "ngày", 1), ("day", "ngày", 1), ("days", "ngày", 1),
+    ("calendar day", "ngày", 1), ("calendar days", "ngày", 1),
+    ("tuần", "ngày", 7), ("tuan", "ngày", 7), ("week", "ngày", 7), ("weeks", "ngày", 7),
+    ("tháng", "tháng", 1), ("thang", "tháng", 1), ("month", "tháng", 1), ("months", "tháng", 1),
+    ("năm", "năm", 1), ("nam", "năm", 1), ("year", "năm", 1), ("years", "năm", 1),
+    ("giờ", "giờ", 1), ("gio", "giờ", 1), ("tiếng", "giờ", 1), ("h", "giờ", 1),
+    ("hour", "giờ", 1), ("hours", "giờ", 1),
+    ("phút", "phút", 1), ("phut", "phút", 1), ("minute", "phút", 1), ("minutes", "phút", 1),
+    ("%", "%", 1), ("phần trăm", "%", 1), ("phan tram", "%", 1), ("percent", "%", 1),
+    ("per cent", "%", 1),
+)
+_CURRENCY_SPELLINGS: tuple[tuple[str, str], ...] = (
+    ("đồng", "đồng"), ("dong", "đồng"), ("vnd", "đồng"), ("vnđ", "đồng"), ("đ", "đồng"),
+    ("₫", "đồng"),
+    ("usd", "USD"), ("$", "USD"), ("đô la", "USD"), ("đô", "USD"), ("do la", "USD"),
+    ("dollar", "USD"), ("dollars", "USD"),
+)
+# multiplier -> (factor, usable without a currency: then it means đồng)
+_MULTIPLIERS: dict[str, tuple[int, bool]] = {
+    "k": (1_000, True), "nghìn": (1_000, True), "ngàn": (1_000, True), "nghin": (1_000, True),
+    "ngan": (1_000, True), "triệu": (1_000_000, True), "trieu": (1_000_000, True),
+    "tỷ": (1_000_000_000, True), "tỉ": (1_000_000_000, True), "ty": (1_000_000_000, True),
+    "thousand": (1_000, False), "million": (1_000_000, False), "billion": (1_000_000_000, False),
+}
+_RANGE_WORDS = frozenset({"-", "–", "—", "đến", "den", "tới", "toi", "to", "or", "hoặc", "hoac", "hay"})
+# A number right after these is part of a date, not a duration, when followed by that unit.
+_DATE_CONTEXT: dict[str, frozenset[str]] = {
+    "ngày": frozenset({"tháng"}), "mùng": frozenset({"tháng"}), "mồng": frozenset({"tháng"}),
+    "mung": frozenset({"tháng"}), "tháng": frozenset({"năm"}), "thang": frozenset({"năm"}),
+    "thứ": frozenset({"ngày"}), "thu": frozenset({"ngày"}),
+}
+
+_TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+|[^\w\s]")
+
+
+def _tokens(text: str) -> list[str]:
+    return _TOKEN.findall(unicodedata.normalize("NFC", text).casefold())
+
+
+def _is_plain(word: str) -> bool:
+    """True when the word carries no Vietnamese diacritics (it is its own folded form)."""
+    return fold(word) == word
+
+
+@dataclass(frozen=True)
+class _Spelling:
+    words: tuple[str, ...]
+    unit: str
+    factor: int
+    plain: bool
+
+
+def _spellings(pairs: Iterable[tuple[str, str, int]]) -> tuple[_Spelling, ...]:
+    out = [_Spelling(tuple(_tokens(s)), unit, factor, _is_plain(s)) for s, unit, factor in pairs]
+    return tuple(sorted(out, key=lambda sp: -len(sp.words)))
+
+
+_UNITS_BY_LENGTH = _spellings(_UNIT_SPELLINGS)
+_CURRENCIES_BY_LENGTH = _spellings((s, u, 1) for s, u in _CURRENCY_SPELLINGS)
+
+
+# --- the record --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Quantity:
+    """A number in a canonical unit. ``value`` is an ``int`` when whole, else a normalised
+    ``Decimal``; ``unit`` is one of :data:`UNITS`. ``str()`` gives the Vietnamese form:
+    "7 ngày", "5 ngày làm việc", "30.000 đồng", "15%", "1,5 giờ"."""
+
+    value: int | Decimal
+    unit: str
+
+    def __post_init__(self) -> None:
+        if self.unit not in UNITS:
+            raise ValueError(f"unknown unit {self.unit!r}; expected one of {', '.join(UNITS)}")
+        value = self.value
+        if isinstance(value, bool) or not isinstance(value, (int, Decimal)):
+            raise TypeError(f"quantity value must be an int or Decimal, got {type(value).__name__}")
+        if isinstance(value, Decimal):
+            if not value.is_finite():
+                raise ValueError(f"quantity value must be finite, got {value}")
+            value = int(value) if value == value.to_integral_value() else value.normalize()
+        object.__setattr__(self, "value", value)
+
+    def __str__(self) -> str:
+        number = _format_number(self.value, group=self.unit == "đồng")
+        return f"{number}%" if self.unit == "%" else f"{number} {self.unit}"
+
+    def sort_key(self) -> tuple[int, Decimal]:
+        return UNITS.index(self.unit), Decimal(self.value)
+
+
+def _group(digits: str) -> str:
+    head = len(digits) % 3 or 3
+    return ".".join([digits[:head]] + [digits[i:i + 3] for i in range(head, len(digits), 3)])
+
+
+def _format_number(value: int | Decimal, *, group: bool) -> str:
+    """Vietnamese style: '.' groups thousands (đồng only), ',' is the decimal mark. A fraction of
+    exactly three digits gets a trailing zero ("1,2340") so it cannot be read back as thousands."""
+    sign = "-" if value < 0 else ""
+    text = str(abs(value)) if isinstance(value, int) else format(abs(value), "f")
+    whole, _, frac = text.partition(".")
+    if group:
+        whole = _group(whole)
+    if frac and len(frac) == 3:
+        frac += "0"
+    return sign + whole + ("," + frac if frac else "")
+
+
+# --- units configuration -----------------------------------------------------------------------
+
+def resolve_units(units: Sequence[str] | None) -> frozenset[str]:
+    """The canonical units to check. ``None`` means all of :data:`UNITS`.
+
+    Accepted in ``checks.units``: the canonical names ``ngày làm việc, ngày, tháng, năm, giờ,
+    phút, %, đồng, USD``, their spellings without diacritics ("ngay lam viec", "dong"), and the
+    English aliases of :data:`UNIT_ALIASES` ("business days", "days", "months", "years", "hours",
+    "minutes", "percent", "vnd", "usd"); case does not matter. Weeks are days, so "tuần" is
+    rejected with a hint. Anything else raises ``ValueError`` listing the valid names.
+
+    Restricting units only filters what is reported: "5 ngày làm việc" is still read as business
+    days (and dropped if those are not listed), never as "5 ngày".
+    """
+    if units is None:
+        return frozenset(UNITS)
+    if isinstance(units, str) or not isinstance(units, Iterable):
+        raise ValueError(f"checks.units must be a list of unit names, got {units!r}")
+    lookup: dict[str, str] = {}
+    for name in UNITS:
+        lookup[normalize(name)] = name
+        lookup[fold(name)] = name
+    lookup.update(UNIT_ALIASES)
+    chosen: set[str] = set()
+    for name in units:
+        if not isinstance(name, str):
+            raise ValueError(f"checks.units entries must be strings, got {name!r}")
+        key = normalize(name)
+        if key in _WEEK_NAMES or fold(key) in _WEEK_NAMES:
+            raise ValueError(WEEK_UNIT.format(name=name))
+        canonical = lookup.get(key) or lookup.get(fold(key))
+        if canonical is None:
+            raise ValueError(UNKNOWN_UNIT.format(
+                name=name, hint=did_you_mean(key, list(UNITS) + list(UNIT_ALIASES)),
+                valid=", ".join(UNITS), aliases=", ".join(UNIT_ALIASES)))
+        chosen.add(canonical)
+    if not chosen:
+        raise ValueError("checks.units is empty, so the number rule would check nothing; "
+                         "leave the key out to use all built-in units")
+    return frozenset(chosen)
+
+
+# --- reading numbers ---------------------------------------------------------------------------
+
+_VI_DIGITS = {"một": 1, "hai": 2, "ba": 3, "bốn": 4, "năm": 5, "sáu": 6, "bảy": 7, "bẩy": 7,
+              "tám": 8, "chín": 9}
+# units digit after "mười"/"mươi": five is "lăm"/"nhăm" there (so "mười năm" is ten years),
+# one may be "mốt", four may be "tư".
+_VI_AFTER_TEN = {"một": 1, "mốt": 1, "hai": 2, "ba": 3, "bốn": 4, "tư": 4, "lăm": 5, "nhăm": 5,
+                 "sáu": 6, "bảy": 7, "bẩy": 7, "tám": 8, "chín": 9}
+_VI_DIGITS_PLAIN = {fold(w): v for w, v in _VI_DIGITS.items() if fold(w) != "sau"}
+_VI_AFTER_TEN_PLAIN = {fold(w): v for w, v in _VI_AFTER_TEN.items()}
+
+_EN_ONES = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen".split())}
+_EN_TENS = {w: 10 * i for i, w in enumerate(
+    "twenty thirty forty fifty sixty seventy eighty ninety".split(), start=2)}
+
+
+@dataclass(frozen=True)
+class _Number:
+    value: Decimal
+    end: int                 # index of the first token after the number
+    plain: bool = False      # a Vietnamese word read only through its diacritic-less form
+    article: bool = False    # English "a"/"an": one, but only before a time unit
+
+
+def _parse_digits(token: str) -> Decimal | None:
+    groups = re.split(r"[.,]", token)
+    seps = re.findall(r"[.,]", token)
+    if not seps:
+        return Decimal(token)
+    if len(set(seps)) == 1:
+        thousands = (len(groups[0]) <= 3 and all(len(g) == 3 for g in groups[1:])
+                     and (len(seps) > 1 or groups[0] != "0"))
+        if thousands:
+            return Decimal("".join(groups))
+        if len(seps) == 1:
+            return Decimal(f"{groups[0]}.{groups[1]}")
+        return None                                  # "1.2.3": a version, not a quantity
+    # "1.234,5" or "1,234.5": one kind groups thousands, the last separator is the decimal mark
+    if (seps[-1] != seps[0] and all(s == seps[0] for s in seps[:-1]) and len(groups[0]) <= 3
+            and all(len(g) == 3 for g in groups[1:-1])):
+        return Decimal("".join(groups[:-1]) + "." + groups[-1])
+    return None
+
+
+class _Reader:
+    """Number readers over one token list."""
+
+    def __init__(self, toks: list[str]) -> None:
+        self.toks = toks
+
+    def tok(self, j: int) -> str | None:
+        return self.toks[j] if 0 <= j < len(self.toks) else None
+
+    def _vi(self, j: int, exact: dict[str, int], plain: dict[str, int]) -> tuple[int, bool] | None:
+        word = self.tok(j)
+        if word is None:
+            return None
+        if word in exact:
+            return exact[word], False
+        if _is_plain(word) and word in plain:
+            return plain[word], True
+        return None
+
+    def _is(self, j: int, exact: str) -> tuple[bool, bool]:
+        """(matches, plain) for a Vietnamese word spelled with or without diacritics."""
+        word = self.tok(j)
+        if word == exact:
+            return True, False
+        plain = word is not None and _is_plain(word) and word == fold(exact)
+        return plain, plain
+
+    def _vi_tens(self, j: int, bare_digit: bool) -> tuple[int, int, bool] | None:
+        """Below one hundred: "mười [u]" | "D mươi [u]" | "D" (if bare_digit)."""
+        ten, plain = self._is(j, "mười")
+        if ten:
+            value, j = 10, j + 1
+            unit = self._vi(j, _VI_AFTER_TEN, _VI_AFTER_TEN_PLAIN)
+            if unit:
+                return value + unit[0], j + 1, plain or unit[1]
+            return value, j, plain
+        digit = self._vi(j, _VI_DIGITS, _VI_DIGITS_PLAIN)
+        if digit is None:
+            return None
+        tens, tens_plain = self._is(j + 1, "mươi")
+        if tens and digit[0] >= 2:
+            value, end, plain = digit[0] * 10, j + 2, digit[1] or tens_plain
+            unit = self._vi(end, _VI_AFTER_TEN, _VI_AFTER_TEN_PLAIN)
+            if unit:
+                return value + unit[0], end + 1, plain or unit[1]
+            return value, end, plain
+        return (digit[0], j + 1, digit[1]) if bare_digit else None
+
+    def vietnamese(self, i: int) -> _Number | None:
+        digit = self._vi(i, _VI_DIGITS, _VI_DIGITS_PLAIN)
+        hundred, hundred_plain = self._is(i + 1, "trăm")
+        if digit and hundred:
+            value, j, plain = digit[0] * 100, i + 2, digit[1] or hundred_plain
+            filler = self.tok(j) in ("linh", "lẻ", "le")
+            rest = self._vi(j + 1, _VI_DIGITS, _VI_DIGITS_PLAIN) if filler else None
+            if rest:
+                return _Number(Decimal(value + rest[0]), j + 2, plain or rest[1])
+            tens = self._vi_tens(j, bare_digit=False)
+            if tens:
+                return _Number(Decimal(value + tens[0]), tens[1], plain or tens[2])
+            return _Number(Decimal(value), j, plain)
+        tens = self._vi_tens(i, bare_digit=True)
+        return _Number(Decimal(tens[0]), tens[1], tens[2]) if tens else None
+
+    def _en_below_hundred(self, j: int) -> tuple[int, int] | None:
+        word = self.tok(j)
+        if word in _EN_ONES:
+            return _EN_ONES[word], j + 1
+        if word in _EN_TENS:
+            value = _EN_TENS[word]
+            after = self.tok(j + 1)
+            if after == "-" and self.tok(j + 2) in _EN_ONES and 0 < _EN_ONES[self.toks[j + 2]] < 10:
+                return value + _EN_ONES[self.toks[j + 2]], j + 3
+            if after in _EN_ONES and 0 < _EN_ONES[after] < 10:
+                return value + _EN_ONES[after], j + 2
+            return value, j + 1
+        return None
+
+    def english(self, i: int) -> _Number | None:
+        word = self.tok(i)
+        if word in ("a", "an"):
+            if self.tok(i + 1) == "hundred":
+                value, j = 100, i + 2
+            else:
+                return _Number(Decimal(1), i + 1, article=True)
+        else:
+            below = self._en_below_hundred(i)
+            if below is None:
+                return None
+            value, j = below
+            if not (self.tok(j) == "hundred" and 0 < value < 10):
+                return _Number(Decimal(value), j)
+            value, j = value * 100, j + 1
+        k = j + 1 if self.tok(j) == "and" else j
+        rest = self._en_below_hundred(k)
+        if rest and rest[0] > 0:
+            return _Number(Decimal(value + rest[0]), rest[1])
+        return _Number(Decimal(value), j)
+
+    def number(self, i: int) -> _Number | None:
+        word = self.toks[i]
+        if word[0].isdigit():
+            value = _parse_digits(word)
+            return _Number(value, i + 1) if value is not None else None
+        return self.vietnamese(i) or self.english(i)
+
+    def spelling(self, j: int, table: tuple[_Spelling, ...]) -> _Spelling | None:
+        for sp in table:
+            if tuple(self.toks[j:j + len(sp.words)]) == sp.words:
+                return sp
+        return None
+
+
+@dataclass(frozen=True)
+class _Match:
+    unit: str
+    factor: Decimal
+    end: int
+
+
+def _unit_after(reader: _Reader, number: _Number) -> _Match | None:
+    """The unit right after a number (an optional hyphen between: "7-day"), longest spelling first."""
+    starts = [number.end]
+    if reader.tok(number.end) == "-":
+        starts.append(number.end + 1)
+    for j in starts:
+        found = _plain_unit(reader, j, number) or _money_unit(reader, j, number)
+        if found:
+            return found
+    return None
+
+
+def _plain_unit(reader: _Reader, j: int, number: _Number) -> _Match | None:
+    sp = reader.spelling(j, _UNITS_BY_LENGTH)
+    if sp is None or (number.plain and not sp.plain):
+        return None
+    english = all(w.isascii() and len(w) > 1 for w in sp.words)
+    if number.article and not (sp.unit in _TIME_UNITS and english):
+        return None
+    return _Match(sp.unit, Decimal(sp.factor), j + len(sp.words))
+
+
+def _money_unit(reader: _Reader, j: int, number: _Number) -> _Match | None:
+    if number.article:
+        return None
+    factor, bare, k = 1, False, j
+    multiplier = reader.tok(j)
+    if multiplier in _MULTIPLIERS and not (number.plain and not _is_plain(multiplier)):
+        factor, bare = _MULTIPLIERS[multiplier]
+        k = j + 1
+    currency = reader.spelling(k, _CURRENCIES_BY_LENGTH)
+    if currency and not (number.plain and not currency.plain):
+        return _Match(currency.unit, Decimal(factor), k + len(currency.words))
+    if k > j and bare:
+        return _Match("đồng", Decimal(factor), k)
+    return None
+
+
+def _scan(text: str) -> list[Quantity]:
+    toks = _tokens(text)
+    reader = _Reader(toks)
+    found: list[Quantity] = []
+    pending: list[Decimal] = []          # "3" in "3-5 ngày": waits for the unit of the range
+    start = 0                            # first token of the mention (of the range, if any)
+    i = 0
+    while i < len(toks):
+        if toks[i] == "$" and i + 1 < len(toks) and toks[i + 1][0].isdigit():
+            value = _parse_digits(toks[i + 1])
+            if value is not None:
+                end, factor = i + 2, 1
+                if reader.tok(end) in _MULTIPLIERS:
+                    factor, end = _MULTIPLIERS[toks[end]][0], end + 1
+                found.append(Quantity(value * factor, "USD"))
+                pending, i = [], end
+                continue
+        number = reader.number(i)
+        if number is None:
+            pending, i = [], i + 1
+            continue
+        match = _unit_after(reader, number)
+        if match is None:
+            if (reader.tok(number.end) in _RANGE_WORDS and reader.tok(number.end + 1) is not None
+                    and reader.number(number.end + 1) is not None):
+                if not pending:
+                    start = i
+                pending.append(number.value)
+                i = number.end + 1
+            else:
+                pending, i = [], i + 1
+            continue
+        previous = reader.tok((start if pending else i) - 1)
+        if not (previous in _DATE_CONTEXT and match.unit in _DATE_CONTEXT[previous]):
+            found.extend(Quantity(v * match.factor, match.unit) for v in pending)
+            found.append(Quantity(number.value * match.factor, match.unit))
+        pending, i = [], match.end
+    return found
+
+
+def extract_quantities(text: str, units: Sequence[str] | None = None) -> list[Quantity]:
+    """Every number+unit mention of ``text``, canonicalised, in order of appearance (repeats
+    kept). ``units`` limits the result to those units (see :func:`resolve_units` for the
+    accepted names; an unknown name raises ``ValueError``)."""
+    allowed = resolve_units(units)
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a string, got {type(text).__name__}")
+    return [q for q in _scan(text) if q.unit in allowed]
+
+
+def _listing(quantities: Iterable[Quantity]) -> list[str]:
+    return [str(q) for q in sorted(set(quantities), key=Quantity.sort_key)]
+
+
+def check_numbers(answer: str | None, expected_answer: str, source_text: str,
+                  units: Sequence[str] | None = None) -> CheckResult:
+    """The number rule, both directions.
+
+    Skipped when there is no answer (a retrieval-only case) or when neither the expected answer
+    nor the answer mentions a quantity. Otherwise passes iff ``missing`` (quantities of the
+    expected answer absent from the answer) and ``outside_source`` (quantities of the answer
+    absent from ``source_text``, the text of the expected sections) are both empty.
+
+    Details ``expected``, ``found``, ``missing``, ``outside_source`` list ``str(Quantity)``
+    sorted by unit (in :data:`UNITS` order) then value. ``score`` = share of quantities that are
+    right: (expected found + found in source) / (expected + found).
+    """
+    allowed = resolve_units(units)
+    if answer is None:
+        return CheckResult.skipped("no answer: retrieval-only case")
+    expected = {q for q in _scan(expected_answer or "") if q.unit in allowed}
+    found = {q for q in _scan(answer) if q.unit in allowed}
+    if not expected and not found:
+        return CheckResult.skipped("no numbers")
+    in_source = {q for q in _scan(source_text or "") if q.unit in allowed}
+    missing = expected - found
+    outside = found - in_source
+    details = {"expected": _listing(expected), "found": _listing(found),
+               "missing": _listing(missing), "outside_source": _listing(outside)}
+    total = len(expected) + len(found)
+    score = (total - len(missing) - len(outside)) / total
+    if not missing and not outside:
+        return CheckResult.ok("numbers match: " + ", ".join(_listing(expected | found)),
+                              score=score, **details)
+    parts = []
+    if missing:
+        parts.append("missing " + ", ".join(details["missing"]))
+    if outside:
+        parts.append("outside source " + ", ".join(details["outside_source"]))
+    return CheckResult.fail("; ".join(parts), score=score, **details)

@@ -1,0 +1,154 @@
+"""Rule checks on an answer's wording: required phrases, forbidden phrases, and refusal.
+
+* ``must_include`` / ``must_not_include`` compare on :func:`rageval.text.normalize` (NFC,
+  casefolded, whitespace collapsed), so case and spacing do not matter but diacritics do. A phrase
+  that starts or ends with a letter or digit must sit on a word boundary there: "7 ngày" is not
+  found in "17 ngày".
+* refusal: :func:`declines` recognises an answer that says the documents do not cover the
+  question. Markers are compared on folded words (no diacritics, no punctuation), so
+  "khong co thong tin" and "I don’t know" (curly apostrophe) are recognised too.
+
+Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from rageval.metrics.base import CheckResult
+from rageval.text import fold, normalize
+
+#: Phrases that mean "the documents do not say". Vietnamese first, then English. They are kept
+#: specific on purpose: a bare "không tìm thấy" would also match an in-scope instruction such as
+#: "nếu không tìm thấy hóa đơn, hãy liên hệ CSKH".
+DEFAULT_REFUSAL_MARKERS: tuple[str, ...] = (
+    "không có thông tin", "chưa có thông tin", "không có dữ liệu",
+    "không tìm thấy thông tin", "tôi không tìm thấy", "không tìm thấy trong tài liệu",
+    "không đề cập", "không được đề cập", "chưa được đề cập", "chưa đề cập",
+    "không nêu", "không được nêu", "tài liệu không nói", "không có trong tài liệu",
+    "không có quy định", "ngoài phạm vi", "xin lỗi, tôi không", "tôi không biết",
+    "không thể trả lời", "không trả lời được",
+    "i don't know", "i do not know", "not covered", "no information", "no relevant information",
+    "not mentioned", "does not mention", "doesn't mention", "do not mention", "don't mention",
+    "does not say", "doesn't say", "do not have information", "don't have information",
+    "don't have any information", "do not have any information", "not in the documents",
+    "not in the provided", "outside the scope", "out of scope", "cannot answer", "can't answer",
+    "unable to answer", "not specified", "could not find", "couldn't find",
+)
+
+_WORD = re.compile(r"\w+")
+
+
+def _words(text: str) -> str:
+    """Folded words joined by single spaces, padded so a marker matches whole words only."""
+    return " " + " ".join(_WORD.findall(fold(text))) + " "
+
+
+def _phrase_pattern(phrase: str) -> re.Pattern[str]:
+    head = r"(?<!\w)" if re.match(r"\w", phrase) else ""
+    tail = r"(?!\w)" if re.search(r"\w$", phrase) else ""
+    return re.compile(head + re.escape(phrase) + tail)
+
+
+def _normalised_phrases(phrases: Sequence[str], key: str) -> list[tuple[str, str]]:
+    if isinstance(phrases, str):
+        raise ValueError(f"{key} must be a list of phrases, got the string {phrases!r}")
+    out = []
+    for n, phrase in enumerate(phrases, 1):
+        if not isinstance(phrase, str) or not normalize(phrase):
+            raise ValueError(f"{key} phrase #{n} is empty or not a string ({phrase!r}); remove it")
+        out.append((phrase, normalize(phrase)))
+    return out
+
+
+def _present(answer: str, phrases: list[tuple[str, str]]) -> tuple[list[str], list[str]]:
+    text = normalize(answer)
+    present = [p for p, norm in phrases if _phrase_pattern(norm).search(text)]
+    absent = [p for p, norm in phrases if p not in present]
+    return present, absent
+
+
+def _quoted(phrases: Sequence[str]) -> str:
+    return ", ".join(f"'{p}'" for p in phrases)
+
+
+def check_must_include(answer: str | None, phrases: Sequence[str]) -> CheckResult:
+    """Pass iff every phrase occurs in the answer. Details: ``missing`` (in the given order).
+    Score: share of phrases present. Skipped with no answer or no phrases."""
+    checked = _normalised_phrases(phrases, "must_include")
+    if answer is None:
+        return CheckResult.skipped("no answer: retrieval-only case")
+    if not checked:
+        return CheckResult.skipped("no must_include phrases")
+    present, missing = _present(answer, checked)
+    score = len(present) / len(checked)
+    if missing:
+        return CheckResult.fail(f"missing required {_quoted(missing)}", score=score, missing=missing)
+    return CheckResult.ok(f"includes {_quoted(present)}", score=score, missing=[])
+
+
+def check_must_not_include(answer: str | None, phrases: Sequence[str]) -> CheckResult:
+    """Pass iff no phrase occurs in the answer. Details: ``present`` (in the given order).
+    Score: share of phrases absent. Skipped with no answer or no phrases."""
+    checked = _normalised_phrases(phrases, "must_not_include")
+    if answer is None:
+        return CheckResult.skipped("no answer: retrieval-only case")
+    if not checked:
+        return CheckResult.skipped("no must_not_include phrases")
+    present, absent = _present(answer, checked)
+    score = len(absent) / len(checked)
+    if present:
+        return CheckResult.fail(f"contains forbidden {_quoted(present)}", score=score, present=present)
+    return CheckResult.ok(f"avoids {_quoted(absent)}", score=score, present=[])
+
+
+def _markers(markers: Sequence[str] | None) -> list[tuple[str, str]]:
+    if markers is None:
+        markers = DEFAULT_REFUSAL_MARKERS
+    if isinstance(markers, str):
+        raise ValueError(f"checks.refusal_markers must be a list of phrases, got the string {markers!r}")
+    out = []
+    for n, marker in enumerate(markers, 1):
+        if not isinstance(marker, str) or not _words(marker).strip():
+            raise ValueError(f"checks.refusal_markers entry #{n} ({marker!r}) has no words; remove it")
+        out.append((marker, _words(marker)))
+    if not out:
+        raise ValueError("checks.refusal_markers is empty, so no answer could ever decline; "
+                         "leave the key out to use the built-in markers")
+    return out
+
+
+def refusal_marker(answer: str, markers: Sequence[str] | None = None) -> str | None:
+    """The first marker (as given) found in the answer, or None."""
+    text = _words(answer)
+    return next((marker for marker, words in _markers(markers) if words in text), None)
+
+
+def declines(answer: str, markers: Sequence[str] | None = None) -> bool:
+    """True when the answer says the documents do not cover the question."""
+    return refusal_marker(answer, markers) is not None
+
+
+def check_refusal(answer: str | None, out_of_scope: bool,
+                  markers: Sequence[str] | None = None) -> CheckResult:
+    """Out-of-scope case: pass iff the answer declines. In-scope case: fail if it declines.
+
+    Details: ``declined`` (bool) and ``marker`` (the phrase that matched, or None).
+    Skipped when there is no answer (a retrieval-only case).
+    """
+    checked = _markers(markers)
+    if answer is None:
+        return CheckResult.skipped("no answer: retrieval-only case")
+    text = _words(answer)
+    marker = next((m for m, words in checked if words in text), None)
+    declined = marker is not None
+    if out_of_scope:
+        if declined:
+            return CheckResult.ok(f"declined as expected ('{marker}')", declined=True, marker=marker)
+        return CheckResult.fail("answered a question the documents do not cover", declined=False,
+                                marker=None)
+    if declined:
+        return CheckResult.fail(f"declined a question the documents answer ('{marker}')",
+                                declined=True, marker=marker)
+    return CheckResult.ok("answered", declined=False, marker=None)
