@@ -120,6 +120,88 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+def cmd_baseline(args: argparse.Namespace, out: TextIO) -> int:
+    from rageval.runner import run_repeats, write_json
+
+    cfg = load_config(args.config)
+    ev = build_evaluation(cfg, args.subset, None)
+    result = run_repeats(ev, args.repeats, progress=ProgressPrinter("rageval baseline"))
+    write_json(args.out, result)
+    out.write(format_summary(result) + "\n")
+    noise = result["noise"]
+    if noise["deterministic"]:
+        out.write(f"noise: 0 (deterministic pipeline: retrieval and generation make no model call, "
+                  f"so {args.repeats} repeats would be identical; ran once)\n")
+    else:
+        shown = ", ".join(f"{k} σ={v:.3f}" for k, v in noise["sigma"].items() if v)
+        out.write(f"noise over {noise['runs_executed']} runs: {shown or 'none measured'}; "
+                  f"flaky cases: {', '.join(result['flaky']) or 'none'}\n")
+    out.write(f"wrote {args.out}\n")
+    return EXIT_OK
+
+
+def cmd_gate(args: argparse.Namespace, out: TextIO) -> int:
+    from rageval import gate, report
+    from rageval.runner import load_result, write_json
+
+    cfg = load_config(args.config)
+    baseline = load_result(args.baseline) if args.baseline else None
+    rerun = None
+    if args.candidate:
+        candidate = load_result(args.candidate)
+    else:
+        ev = build_evaluation(cfg, args.subset, args.app)
+        candidate = ev.run(progress=ProgressPrinter("rageval gate"))
+
+        def rerun(case_ids: list[str] | None) -> dict[str, Any]:
+            return ev.run(fresh=True, case_ids=case_ids, previous=candidate)
+    verdict = gate.evaluate(baseline, candidate, cfg.gate, rerun=rerun)
+    markdown = report.render_markdown(verdict, baseline, candidate, cfg.report)
+    if args.out:
+        write_json(args.out, verdict.to_dict())
+    if args.report_md:
+        _write_text(args.report_md, markdown)
+    if args.candidate_out and not args.candidate:
+        write_json(args.candidate_out, candidate)
+    out.write(report.render_summary_line(verdict, title=cfg.report.title) + "\n")
+    for reason in verdict.reasons:
+        out.write(f"  {'BLOCK' if reason.blocking else 'note '} {reason.message}\n")
+    return EXIT_BLOCKED if verdict.blocked else EXIT_OK
+
+
+def cmd_report(args: argparse.Namespace, out: TextIO) -> int:
+    import json
+
+    from rageval import report
+    from rageval.gate import Verdict
+    from rageval.runner import load_result
+
+    cfg = load_config(args.config)
+    try:
+        verdict = Verdict.from_dict(json.loads(Path(args.verdict).read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise RagevalError(f"{args.verdict}: not a verdict written by `rageval gate --out` ({exc}).") from None
+    baseline = load_result(args.baseline) if args.baseline else None
+    candidate = load_result(args.candidate)
+    markdown = report.render_markdown(verdict, baseline, candidate, cfg.report)
+    if args.out:
+        _write_text(args.out, markdown)
+    else:
+        out.write(markdown)
+    return EXIT_OK
+
+
+def _write_text(path: str, text: str) -> None:
+    import os
+    import tempfile
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, target)
+
+
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rageval", description="Evaluate a RAG system on a golden set and gate "
                                      "pull requests on the result.")
@@ -139,6 +221,30 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--app", default=None, metavar="replay:FILE", help="answer from a JSONL trace file instead")
     p.add_argument("--out", default=None, help="write the RunResult JSON here")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("baseline", help="run the eval N times (noise), write the baseline RunResult")
+    common(p)
+    p.add_argument("--repeats", type=int, default=3, help="runs to measure noise (default 3)")
+    p.add_argument("--out", default="rageval-baseline.json", help="where to write it (default rageval-baseline.json)")
+    p.set_defaults(func=cmd_baseline)
+
+    p = sub.add_parser("gate", help="compare a candidate to the baseline; exit 0 pass, 1 blocked, 2 bad input")
+    common(p)
+    p.add_argument("--baseline", default=None, help="baseline RunResult (none: gate.missing_baseline decides)")
+    p.add_argument("--candidate", default=None, help="candidate RunResult; without it the eval runs now")
+    p.add_argument("--app", default=None, metavar="replay:FILE", help="answer from a JSONL trace file instead")
+    p.add_argument("--out", default=None, help="write the verdict JSON here")
+    p.add_argument("--report-md", default=None, help="write the markdown report here")
+    p.add_argument("--candidate-out", default=None, help="also write the candidate RunResult it ran")
+    p.set_defaults(func=cmd_gate)
+
+    p = sub.add_parser("report", help="render the markdown report from saved results")
+    p.add_argument("--config", default=DEFAULT_CONFIG)
+    p.add_argument("--verdict", required=True)
+    p.add_argument("--baseline", default=None)
+    p.add_argument("--candidate", required=True)
+    p.add_argument("--out", default=None)
+    p.set_defaults(func=cmd_report)
     return parser
 
 

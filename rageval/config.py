@@ -434,12 +434,15 @@ def config_from_dict(raw: Any, path: Path, *, located: _Located | None = None) -
         units=r.str_list(ch["units"], "checks.units") if ch.get("units") is not None else None,
         refusal_markers=r.str_list(ch["refusal_markers"], "checks.refusal_markers") if ch.get("refusal_markers") is not None else None,
     )
-    if checks.units is not None:
-        from rageval.metrics.numbers import extract_quantities
-        try:
-            extract_quantities("", checks.units)
-        except ValueError as exc:
-            raise r.fail("{path}{where}: checks.units: " + str(exc).replace("{", "{{").replace("}", "}}"), "checks.units") from None
+    from rageval.metrics.numbers import resolve_units
+    from rageval.metrics.rules import validate_refusal_markers
+    for key, check, value in (("checks.units", resolve_units, checks.units),
+                              ("checks.refusal_markers", validate_refusal_markers, checks.refusal_markers)):
+        if value is not None:
+            try:
+                check(value)
+            except ValueError as exc:
+                raise r.fail("{path}{where}: " + key + ": " + str(exc).replace("{", "{{").replace("}", "}}"), key) from None
 
     rp = sec["report"]
     report = ReportConfig(max_cases=r.typed(rp.get("max_cases", 25), "report.max_cases", "posint"),

@@ -61,14 +61,18 @@ class ExtractiveGenerator:
 
     def generate(self, question: str, chunks: Sequence[Retrieved], *, case_id: str, fresh: bool = False) -> Generated:
         candidates: list[tuple[int, str, set[str]]] = []
-        origin: list[int] = []
+        origin: list[str] = []  # chunk index + section heading each sentence came from
         for ci, chunk in enumerate(chunks):
+            section = f"{ci}:"
             for line in chunk.text.splitlines():
-                if not line.strip() or _HEADING_LINE.match(line.strip()):
+                heading = _HEADING_LINE.match(line.strip())
+                if heading:
+                    section = f"{ci}:{heading.group(0)}"
+                if not line.strip() or heading:
                     continue
                 for sent in sentences(line.lstrip("-*• ").strip()):
                     candidates.append((len(candidates), sent, set(_words(sent)) | _bigrams(sent)))
-                    origin.append(ci)
+                    origin.append(section)
         q_terms = set(_words(question)) | _bigrams(question)
         if not candidates or not q_terms:
             return Generated(DECLINE)
@@ -86,7 +90,7 @@ class ExtractiveGenerator:
                          for pos, sent, terms in candidates), reverse=True)
         if scored[0][0] < self.min_coverage:
             return Generated(DECLINE)
-        # Further sentences come from the best sentence's own chunk: one passage answers.
+        # Further sentences come from the best sentence's own section: one passage answers.
         home = origin[-scored[0][2]]
         best = [s for s in scored if origin[-s[2]] == home and s[0] >= self.min_coverage][: self.max_sentences]
         best.sort(key=lambda s: -s[2])

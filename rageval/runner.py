@@ -95,6 +95,8 @@ class Evaluation:
             previous: dict[str, Any] | None = None, progress: Progress | None = None) -> dict[str, Any]:
         """One pass over the subset (or ``case_ids``) → a RunResult dict."""
         started = time.monotonic()
+        if hasattr(self.judge, "fresh"):
+            self.judge.fresh = fresh
         cases = list(self.golden.cases)
         if case_ids is not None:
             wanted = set(case_ids)
@@ -114,13 +116,26 @@ def _trace_of(case_dict: dict[str, Any] | None) -> Trace | None:
     return trace_from_dict(data, f"previous result of case {case_dict['id']}")
 
 
+def needs_model(cfg: Config) -> bool:
+    return (cfg.generation.provider == "openai" or cfg.embedding.provider == "openai" or cfg.judge.model is not None)
+
+
 def prepare(cfg: Config, *, subset: str | None = None, app_spec: str | None = None,
-            client: Any = None, judge: CaseJudge | None = None) -> Evaluation:
-    """Load the golden set and corpus, check them against each other, build the App."""
+            client: Any = None, judge: CaseJudge | None = None, env: Any = None) -> Evaluation:
+    """Load the golden set and corpus, check them against each other, build the model client
+    (only when a stage needs one), the judge and the App."""
     golden = load_golden(cfg.golden)
     corpus = load_corpus(cfg.corpus, cfg.root)
     golden.check_sections(corpus.ids())
     chosen = golden.subset(subset)
+    if client is None and needs_model(cfg):
+        import os
+
+        from rageval.llm import LLMClient
+        client = LLMClient(cfg.llm, env=env if env is not None else os.environ)
+    if judge is None and cfg.judge.model:
+        from rageval.judging import ModelJudge
+        judge = ModelJudge(client, cfg.judge)
     app = make_app(cfg, corpus, app_spec, client)
     return Evaluation(cfg, chosen, subset, corpus, app, client, judge or CaseJudge(),
                       getattr(app, "index_seconds", 0.0))
@@ -344,3 +359,38 @@ def check_result(data: Any, where: str) -> dict[str, Any]:
     if not isinstance(data["cases"], list) or not all(isinstance(c, dict) and "id" in c for c in data["cases"]):
         raise BaselineError(f"{where}: RunResult 'cases' must be a list of case objects with ids.")
     return data
+
+
+# --- repeats (baseline mode) ----------------------------------------------------------------
+
+def run_repeats(ev: Evaluation, repeats: int, progress: Progress | None = None) -> dict[str, Any]:
+    """Run the eval ``repeats`` times to measure noise. Deterministic stages run once: later runs
+    reuse the first run's retrieval and call only the model stages, with the cache bypassed. When
+    nothing in the pipeline calls a model, the runs would be identical, so one run is made and
+    its noise is recorded as zero. The result's summary metrics are the mean over the runs."""
+    if repeats < 1:
+        raise RagevalError(f"--repeats must be at least 1, got {repeats}.")
+    first = ev.run(progress=progress)
+    runs = [first]
+    if not ev.deterministic:
+        for _ in range(repeats - 1):
+            runs.append(ev.run(fresh=True, previous=first, progress=progress))
+    from rageval import stats
+    summaries = [r["summary"]["metrics"] for r in runs]
+    sigma = stats.sigma_over_runs(summaries) if len(runs) > 1 else {k: 0.0 for k in first["summary"]["metrics"]}
+    slice_sigma = {}
+    for label in first["summary"]["by_slice"]:
+        per_run = [r["summary"]["by_slice"].get(label, {}).get("metrics", {}) for r in runs]
+        slice_sigma[label] = stats.sigma_over_runs(per_run) if len(runs) > 1 else {k: 0.0 for k in per_run[0]}
+    passes = [{c["id"]: c.get("passed") for c in r["cases"]} for r in runs]
+    flaky = stats.flaky_cases(passes) if len(runs) > 1 else []
+    result = dict(first)
+    result["summary"] = dict(first["summary"])
+    result["summary"]["metrics"] = {k: stats.mean_or_none([s.get(k) for s in summaries]) for k in summaries[0]}
+    result["repeats"] = repeats
+    result["noise"] = {"sigma": sigma, "by_slice": slice_sigma, "runs": summaries, "runs_executed": len(runs),
+                       "deterministic": ev.deterministic}
+    result["flaky"] = flaky
+    result["cost"] = cost_of(ev.client, sum(len(r["cases"]) for r in runs))
+    result["timings"] = {k: round(sum(r["timings"].get(k, 0.0) for r in runs), 3) for k in first["timings"]}
+    return result

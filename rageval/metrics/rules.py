@@ -119,6 +119,12 @@ def _markers(markers: Sequence[str] | None) -> list[tuple[str, str]]:
     return out
 
 
+def validate_refusal_markers(markers: Sequence[str] | None) -> tuple[str, ...]:
+    """The markers a check will use (the defaults for None); ValueError on an empty list, a bare
+    string or a marker with no words. The config loader calls this to fail early."""
+    return tuple(marker for marker, _ in _markers(markers))
+
+
 def refusal_marker(answer: str, markers: Sequence[str] | None = None) -> str | None:
     """The first marker (as given) found in the answer, or None."""
     text = _words(answer)

