@@ -40,13 +40,16 @@ def chunk_corpus(corpus: Corpus, size: int, overlap: int = 0) -> list[Chunk]:
             else:
                 pieces.extend((s.id, text, k) for text, k in _windows(s.text, size, overlap))
         buf: list[tuple[str, str, int]] = []
+        n_doc, buf_tokens = 0, 0
         for piece in pieces:
-            if buf and sum(p[2] for p in buf) + piece[2] > size:
-                chunks.append(_make(doc, len([c for c in chunks if c.document == doc]) + 1, buf))
-                buf = []
+            if buf and buf_tokens + piece[2] > size:
+                n_doc += 1
+                chunks.append(_make(doc, n_doc, buf))
+                buf, buf_tokens = [], 0
             buf.append(piece)
+            buf_tokens += piece[2]
         if buf:
-            chunks.append(_make(doc, len([c for c in chunks if c.document == doc]) + 1, buf))
+            chunks.append(_make(doc, n_doc + 1, buf))
     return chunks
 
 

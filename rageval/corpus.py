@@ -14,6 +14,7 @@ import glob as globlib
 import json
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import yaml
@@ -45,10 +46,14 @@ class Corpus:
         return [s.id for s in self.sections]
 
     def by_id(self) -> dict[str, Section]:
+        return self._by_id
+
+    @cached_property
+    def _by_id(self) -> dict[str, Section]:
         return {s.id: s for s in self.sections}
 
     def text_of(self, ids: list[str] | tuple[str, ...]) -> str:
-        found = self.by_id()
+        found = self._by_id
         return "\n\n".join(found[i].text for i in ids if i in found)
 
 

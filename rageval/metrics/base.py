@@ -79,7 +79,7 @@ GENERATION_METRICS: dict[str, str] = {
     "pass_rate": "share of cases whose every applicable check passed",
     "numbers_pass": "share of cases with numbers that pass the number rule (both directions)",
     "rules_pass": "share of cases passing must_include / must_not_include",
-    "refusal_pass": "share of out-of-scope cases where the answer declines",
+    "refusal_pass": "share of cases that decline exactly when out of scope (and answer otherwise)",
     "judge_pass": "share of cases the LLM judge marks correct",
     "faithfulness": "mean share of answer claims supported by the expected sections (correctness)",
     "groundedness": "mean share of answer claims supported by the retrieved context",
@@ -125,3 +125,17 @@ def parse_metric(name: str) -> MetricName:
     valid = ", ".join([f"{f}@K" for f in RETRIEVAL_FAMILIES] + [f"{f}@Ntok" for f in RETRIEVAL_FAMILIES]
                       + sorted(GENERATION_METRICS) + sorted(OTHER_METRICS))
     raise ValueError(f"unknown metric {name!r}; valid metrics are: {valid}")
+
+
+def metrics_table_markdown() -> str:
+    """The README's metric table, generated from the registries so the two cannot drift."""
+    from rageval.metrics.retrieval import REGISTRY
+
+    rows = ["| Metric | What it measures | Definition |", "|---|---|---|"]
+    for family, m in REGISTRY.items():
+        rows.append(f"| `{family}@K` | {m.description} | {m.formula.replace('|', chr(92) + '|')} |")
+    for family, m in REGISTRY.items():
+        rows.append(f"| `{family}@Ntok` | {family}@K over the longest prefix of ≤ N context tokens | equal-budget comparison |")
+    for name, description in {**GENERATION_METRICS, **OTHER_METRICS}.items():
+        rows.append(f"| `{name}` | {description} | |")
+    return "\n".join(rows) + "\n"

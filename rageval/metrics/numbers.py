@@ -40,6 +40,8 @@ Nothing here does I/O.
 
 from __future__ import annotations
 
+import functools
+
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -118,9 +120,15 @@ def _tokens(text: str) -> list[str]:
     return _TOKEN.findall(unicodedata.normalize("NFC", text).casefold())
 
 
+@functools.lru_cache(maxsize=16384)
+def _fold_word(word: str) -> str:
+    """fold() of one token, memoised: the scanner asks about the same few words constantly."""
+    return fold(word)
+
+
 def _is_plain(word: str) -> bool:
     """True when the word carries no Vietnamese diacritics (it is its own folded form)."""
-    return fold(word) == word
+    return _fold_word(word) == word
 
 
 @dataclass(frozen=True)
@@ -301,7 +309,7 @@ class _Reader:
         word = self.tok(j)
         if word == exact:
             return True, False
-        plain = word is not None and _is_plain(word) and word == fold(exact)
+        plain = word is not None and _is_plain(word) and word == _fold_word(exact)
         return plain, plain
 
     def _vi_tens(self, j: int, bare_digit: bool) -> tuple[int, int, bool] | None:

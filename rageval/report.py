@@ -1,0 +1,281 @@
+"""Render a Verdict as the markdown PR comment / step summary, and as a one-line summary.
+
+The templates live in ``rageval/templates/`` (jinja2, autoescape off: the output is markdown, not
+HTML). Every piece of model or user text — questions, answers, check reasons, ids, config values,
+titles — goes through one of two filters written here:
+
+* ``md`` (:func:`escape_md`) for text inline in a paragraph, a table cell or an HTML tag:
+  ``<`` that could open a tag, comment or autolink (``<`` before a letter, ``/``, ``!`` or ``?``),
+  every ``>``, and ``&`` that could start an entity become entities — so no raw HTML, and an
+  answer cannot close our ``<details>``; a lone ``<`` as in ``0.63 < 0.85`` stays readable. ``|``,
+  backticks, backslashes and brackets become entities (no broken tables, no code spans or links
+  swallowing our markup), a mention-like ``@name`` (``@`` not preceded by a word character, as
+  GitHub requires for a mention) gets a zero-width joiner after the ``@`` (no pings), and
+  newlines become ``<br>``.
+* ``fence`` (:func:`fence`) for answers shown verbatim: a fenced code block whose fence is longer
+  than any backtick run in the text, so the text cannot close it; inside it nothing is rendered
+  (no HTML, no mentions).
+
+Cases tagged ``holdout`` never show their question or answer (nor their id): only counts.
+
+Size: GitHub refuses comments over 65,536 characters. The comment is rendered with the full case
+lists first; while it is longer than ``max_chars`` the case lists (then the reasons list) are cut
+to fewer entries, each ending with "…and N more". The header and the tables always stay.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from rageval.config import ReportConfig
+from rageval.gate import Reason, Verdict, fmt, fmt_delta
+
+GITHUB_COMMENT_LIMIT = 65_536
+#: default budget: the limit minus room for the hidden marker and anything the caller appends
+DEFAULT_MAX_CHARS = 60_000
+SUMMARY_LINE_MAX = 140              # GitHub commit status descriptions are cut at 140 characters
+ANSWER_MAX_CHARS = 1_500
+QUESTION_MAX_CHARS = 300
+TEMPLATES = Path(__file__).parent / "templates"
+
+#: (pass→fail cases shown in full, rows of the other case lists, reasons shown) per attempt;
+#: ``None`` means "use ReportConfig.max_cases"
+_LIMITS: tuple[tuple[int | None, int, int], ...] = (
+    (None, 100, 100), (10, 25, 25), (3, 10, 10), (0, 0, 5), (0, 0, 0))
+
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "&#124;", "`": "&#96;", "\\": "&#92;",
+             "[": "&#91;", "]": "&#93;"}
+_ENTITY_RE = re.compile(r"&(?=[#A-Za-z0-9])|<(?=[A-Za-z/!?])|[>|`\\\[\]]")
+_MENTION_RE = re.compile(r"(?<!\w)@(?=[\w-])")
+_STATUS = {"pass": "✅", "fail": "❌", "warn": "⚠️ not significant", "n/a": "n/a",
+           "insufficient_data": "⚠️ insufficient data"}
+
+
+# --- escaping --------------------------------------------------------------------------------
+
+def _lines(text: Any) -> str:
+    return str(text).replace("\r\n", "\n").replace("\r", "\n")
+
+
+def escape_md(text: Any, limit: int | None = None) -> str:
+    """Model/user text made safe inline in markdown, a table cell or an HTML tag (see module doc).
+    ``limit`` cuts the text (before escaping) to that many characters with "…"."""
+    if text is None:
+        return ""
+    s = _lines(text)
+    if limit is not None and len(s) > limit:
+        s = s[:limit].rstrip() + "…"
+    s = _ENTITY_RE.sub(lambda m: _ENTITIES[m.group()], s)
+    s = _MENTION_RE.sub("@\u200d", s)
+    return s.replace("\n", "<br>")
+
+
+def fence(text: Any, limit: int | None = ANSWER_MAX_CHARS) -> str:
+    """A fenced code block showing ``text`` verbatim; its fence is longer than any backtick run
+    in the text (at least three), so the text cannot end the block."""
+    s = _lines(text).strip("\n")
+    if limit is not None and len(s) > limit:
+        s = s[:limit].rstrip() + "\n… (cut: " + f"{len(_lines(text)):,}" + " characters in all)"
+    longest = max((len(run) for run in re.findall(r"`+", s)), default=0)
+    bar = "`" * max(3, longest + 1)
+    return f"{bar}text\n{s}\n{bar}"
+
+
+def _num(value: Any) -> str:
+    return fmt(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else "n/a"
+
+
+def _threshold(threshold: Mapping[str, float] | None) -> str:
+    if not threshold:
+        return "—"
+    parts = []
+    if threshold.get("floor") is not None:
+        parts.append(f"≥ {fmt(threshold['floor'])}")
+    if threshold.get("max_drop") is not None:
+        parts.append(f"Δ ≥ {fmt_delta(-threshold['max_drop'])}")
+    return "; ".join(parts)
+
+
+def _status(row: Mapping[str, Any]) -> str:
+    status = row.get("status")
+    if status == "pass" and not row.get("threshold"):
+        return "—"                       # not gated: nothing to pass
+    return _STATUS.get(status, str(status))
+
+
+def _rank(value: Any) -> str:
+    return "not retrieved" if value is None else str(value)
+
+
+def _value(value: Any) -> str:
+    """A config value as compact JSON (strings unquoted), for the config-diff table."""
+    if value is None:
+        return "(absent)"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=False,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                             keep_trailing_newline=True)
+    env.filters.update(md=escape_md, fence=fence, num=_num, delta=fmt_delta, threshold=_threshold,
+                       status=_status, rank=_rank, value=_value)
+    return env
+
+
+_ENV = _environment()
+
+
+# --- context ---------------------------------------------------------------------------------
+
+def _holdout(case: Mapping[str, Any] | None) -> bool:
+    return bool(case) and "holdout" in (case.get("tags") or ())
+
+
+def _failing_checks(case: Mapping[str, Any] | None) -> list[str]:
+    if not case:
+        return []
+    if case.get("error"):
+        return [f"error: {case['error']}"]
+    if case.get("failures"):
+        return [str(f) for f in case["failures"]]
+    return [f"{name}: {check.get('reason') or check.get('status')}"
+            for name, check in (case.get("checks") or {}).items()
+            if isinstance(check, Mapping) and check.get("status") in ("fail", "error")]
+
+
+def _headline(verdict: Verdict) -> str:
+    reason = verdict.main_reason
+    if reason is None:
+        return "all gates passed"
+    if reason.rule in ("not_comparable", "missing_baseline", "slice_insufficient_data"):
+        return reason.message
+    return f"{reason.message} ({reason.label})"
+
+
+def _outcome(verdict: Verdict) -> tuple[str, str]:
+    qualifier = {"not_comparable": " (not comparable)", "insufficient_data": " (insufficient data)"}.get(
+        verdict.state, "")
+    if verdict.blocked:
+        return "❌", "blocked" + qualifier
+    return ("✅" if verdict.state == "pass" else "⚠️"), "passed" + qualifier
+
+
+def _split(ids: Sequence[str], cases: Mapping[str, Mapping[str, Any]],
+           other: Mapping[str, Mapping[str, Any]]) -> tuple[list[str], int]:
+    """(ids that may be shown, number of holdout ids hidden)."""
+    shown = [i for i in ids if not (_holdout(cases.get(i)) or _holdout(other.get(i)))]
+    return shown, len(ids) - len(shown)
+
+
+def _context(verdict: Verdict, baseline: Mapping[str, Any] | None, candidate: Mapping[str, Any],
+             cfg: ReportConfig, title: str | None, limits: tuple[int, int, int]) -> dict[str, Any]:
+    max_cases, max_rows, max_reasons = limits
+    base_cases = {c["id"]: c for c in (baseline or {}).get("cases") or ()}
+    cand_cases = {c["id"]: c for c in candidate.get("cases") or ()}
+    ranks = {r["id"]: r for r in verdict.rank_drops}
+
+    def case_rank(case_id: str) -> tuple[Any, Any]:
+        b, c = base_cases.get(case_id), cand_cases.get(case_id)
+        return (b or {}).get("first_relevant_rank"), (c or {}).get("first_relevant_rank")
+
+    p2f, p2f_hidden = _split(verdict.pass_to_fail, base_cases, cand_cases)
+    details = []
+    for case_id in p2f[:max_cases]:
+        before, after = base_cases.get(case_id) or {}, cand_cases.get(case_id)
+        rb, ra = case_rank(case_id)
+        details.append({
+            "id": case_id, "question": (after or before).get("question"),
+            "expected": (after or before).get("expected_answer"),
+            "before": before.get("answer"), "after": None if after is None else after.get("answer"),
+            "missing": after is None, "checks": _failing_checks(after),
+            "rank_before": rb, "rank_after": ra, "retrieved": after is not None and "first_relevant_rank" in after,
+        })
+
+    def rows(ids: Sequence[str]) -> tuple[list[dict[str, Any]], int, int]:
+        shown, hidden = _split(ids, cand_cases, base_cases)
+        out = []
+        for case_id in shown[:max_rows]:
+            case = cand_cases.get(case_id) or base_cases.get(case_id) or {}
+            rb, ra = case_rank(case_id)
+            out.append({"id": case_id, "question": case.get("question"), "rank_before": rb, "rank_after": ra,
+                        "checks": _failing_checks(cand_cases.get(case_id))})
+        return out, len(shown) - len(out), hidden
+
+    f2p, f2p_more, f2p_hidden = rows(verdict.fail_to_pass)
+    flaky, flaky_more, flaky_hidden = rows(verdict.flaky)
+    drop_ids, drop_hidden = _split([r["id"] for r in verdict.rank_drops], cand_cases, base_cases)
+    drops = [ranks[i] for i in drop_ids[:max_rows]]
+    added, added_hidden = _split(verdict.cases_added, cand_cases, base_cases)
+    removed, removed_hidden = _split(verdict.cases_removed, cand_cases, base_cases)
+    reasons: list[Reason] = list(verdict.reasons)
+    icon, outcome = _outcome(verdict)
+    n_runs = 1 + (1 if verdict.reran.get("full") else 0)
+    runs = verdict.reran.get("runs") or {}
+    if runs:
+        n_runs = max(len(v) for v in runs.values())
+    return {
+        "icon": icon, "outcome": outcome, "title": title if title is not None else cfg.title,
+        "headline": _headline(verdict), "verdict": verdict,
+        "golden": verdict.golden, "candidate": candidate, "baseline": baseline,
+        "n_cases": len(cand_cases), "n_common": len([i for i in cand_cases if i in base_cases]),
+        "reasons": reasons[:max_reasons], "reasons_more": max(0, len(reasons) - max_reasons),
+        "metrics": verdict.metrics, "by_slice": verdict.by_slice, "n_runs": n_runs,
+        "p2f_total": len(verdict.pass_to_fail), "details": details, "details_more": len(p2f) - len(details),
+        "p2f_hidden": p2f_hidden,
+        "f2p": f2p, "f2p_more": f2p_more, "f2p_hidden": f2p_hidden,
+        "flaky": flaky, "flaky_more": flaky_more, "flaky_hidden": flaky_hidden,
+        "drops": drops, "drops_more": len(drop_ids) - len(drops), "drops_hidden": drop_hidden,
+        "added": added[:max_rows], "added_more": len(added) - len(added[:max_rows]), "added_hidden": added_hidden,
+        "removed": removed[:max_rows], "removed_more": len(removed) - len(removed[:max_rows]),
+        "removed_hidden": removed_hidden,
+        "config_diff": verdict.config_diff, "noise": verdict.noise, "reran": verdict.reran,
+        "runs": runs, "stats": verdict.stats,
+        "ci_rows": [(m, ci) for m, ci in verdict.stats.get("bootstrap", {}).items()
+                    if ci["delta"] != 0 or ci["low"] != ci["high"]],
+        "cost": candidate.get("cost") or {}, "timings": candidate.get("timings") or {},
+        "answer_max": ANSWER_MAX_CHARS, "question_max": QUESTION_MAX_CHARS,
+    }
+
+
+# --- public ----------------------------------------------------------------------------------
+
+def render_markdown(verdict: Verdict, baseline: Mapping[str, Any] | None, candidate: Mapping[str, Any],
+                    cfg: ReportConfig, *, title: str | None = None, max_chars: int = DEFAULT_MAX_CHARS) -> str:
+    """The PR comment / step summary for ``verdict``. Its first line is the verdict and its main
+    reason; it is at most ``max_chars`` characters (see the module docstring for how)."""
+    if max_chars > GITHUB_COMMENT_LIMIT:
+        raise ValueError(f"max_chars {max_chars} exceeds GitHub's comment limit of {GITHUB_COMMENT_LIMIT}")
+    template = _ENV.get_template("comment.md.j2")
+    text = ""
+    for max_cases, max_rows, max_reasons in _LIMITS:
+        limits = (cfg.max_cases if max_cases is None else min(max_cases, cfg.max_cases), max_rows, max_reasons)
+        text = template.render(**_context(verdict, baseline, candidate, cfg, title, limits))
+        if len(text) <= max_chars:
+            return text
+    # Only the tables are left and they are still too long (a huge config diff or thousands of
+    # slices): keep the start and say so, rather than have GitHub reject the comment.
+    note = "\n\n…(report cut to fit GitHub's comment size limit)\n"
+    return text[: max_chars - len(note)].rstrip() + note
+
+
+def render_summary_line(verdict: Verdict, *, title: str = "RAG eval gate") -> str:
+    """One line (≤ 140 characters) for a commit status description or a log line, e.g.
+    ``RAG eval gate: blocked — mrr@5 0.63 < 0.85 (floor); +2 more reasons``."""
+    _, outcome = _outcome(verdict)
+    line = f"{title}: {outcome} — {_headline(verdict)}"
+    others = len(verdict.blocking_reasons) - 1
+    if others > 0:
+        line += f"; +{others} more reason{'s' if others != 1 else ''}"
+    line = " ".join(line.split())
+    if len(line) > SUMMARY_LINE_MAX:
+        line = line[: SUMMARY_LINE_MAX - 1].rstrip() + "…"
+    return line

@@ -1,0 +1,266 @@
+"""Statistics over RunResult dicts: per-case values, noise, paired comparison.
+
+Pure functions over plain data (numpy only); nothing here does I/O or knows about the gate's
+rules. The gate (``rageval.gate``) decides; this module measures.
+
+* :func:`case_values` — the per-case value behind one summary metric (the number whose mean is
+  the summary value), so two runs can be compared case by case.
+* :func:`mcnemar` / :func:`mcnemar_exact` — exact McNemar test on the discordant pass/fail pairs.
+* :func:`paired_bootstrap` / :func:`bootstrap_deltas` — seeded paired bootstrap CI of a delta.
+* :func:`sigma_over_runs` / :func:`flaky_cases` — noise measured over repeated runs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rageval.metrics.base import parse_metric
+
+DEFAULT_RESAMPLES = 2000
+DEFAULT_SEED = 0
+DEFAULT_CONFIDENCE = 0.95
+
+#: summary metric -> the check whose status gives the per-case 1/0 value
+_CHECK_RATES: dict[str, tuple[str, ...]] = {
+    "numbers_pass": ("numbers",),
+    "judge_pass": ("judge",),
+    "refusal_pass": ("refusal",),
+    "rules_pass": ("must_include", "must_not_include"),
+}
+
+
+# --- per-case values -------------------------------------------------------------------------
+
+def case_map(run: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The run's cases by id, in the run's order."""
+    return {case["id"]: case for case in run.get("cases") or ()}
+
+
+def _check_rate(case: Mapping[str, Any], names: tuple[str, ...]) -> float | None:
+    """1.0 / 0.0 for a case where at least one of ``names`` applied; None when all were skipped.
+    An errored check counts as not passing (the summary rule for generation rates)."""
+    checks = case.get("checks") or {}
+    statuses = [(checks.get(n) or {}).get("status") for n in names]
+    applied = [s for s in statuses if s in ("pass", "fail", "error")]
+    if not applied:
+        return None
+    return 1.0 if all(s == "pass" for s in applied) else 0.0
+
+
+def case_value(case: Mapping[str, Any], metric: str) -> float | None:
+    """The value one case contributes to the summary metric ``metric``, or None when the case is
+    left out of that metric's mean.
+
+    Retrieval metrics come from ``case["metrics"]``; ``pass_rate`` from ``case["passed"]`` (an
+    errored case, ``passed: null``, counts as 0 — errors count as not passing); check rates
+    (``numbers_pass``, ``judge_pass``, ``refusal_pass``, ``rules_pass``) from the check statuses
+    (skipped checks are left out); ``faithfulness`` from the faithfulness check's score;
+    ``context_tokens`` from the case. Metrics with no per-case form give None.
+    """
+    if metric == "pass_rate":
+        return 1.0 if case.get("passed") is True else 0.0
+    if metric in _CHECK_RATES:
+        return _check_rate(case, _CHECK_RATES[metric])
+    if metric == "context_tokens":
+        tokens = case.get("context_tokens")
+        return float(tokens) if isinstance(tokens, (int, float)) else None
+    if metric == "faithfulness":
+        check = (case.get("checks") or {}).get("faithfulness") or {}
+        score = check.get("score")
+        return float(score) if check.get("status") in ("pass", "fail") and score is not None else None
+    try:
+        is_retrieval = parse_metric(metric).is_retrieval
+    except ValueError:
+        return None
+    if not is_retrieval:
+        return None
+    value = (case.get("metrics") or {}).get(metric)
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def case_values(run: Mapping[str, Any], metric: str) -> dict[str, float]:
+    """Case id -> per-case value of ``metric`` for every case that contributes to it."""
+    out: dict[str, float] = {}
+    for case_id, case in case_map(run).items():
+        value = case_value(case, metric)
+        if value is not None:
+            out[case_id] = value
+    return out
+
+
+def paired_values(baseline: Mapping[str, Any], candidate: Mapping[str, Any], metric: str,
+                  ids: Iterable[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Aligned (before, after) arrays of ``metric`` over the cases both runs have a value for,
+    restricted to ``ids`` when given, in the candidate's order."""
+    before = case_values(baseline, metric)
+    after = case_values(candidate, metric)
+    keep = None if ids is None else set(ids)
+    common = [i for i in after if i in before and (keep is None or i in keep)]
+    return (np.array([before[i] for i in common], dtype=float),
+            np.array([after[i] for i in common], dtype=float))
+
+
+# --- McNemar ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class McNemar:
+    """Discordant pairs: ``b`` passed before and fails now, ``c`` failed before and passes now."""
+
+    b: int
+    c: int
+    p: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"b": self.b, "c": self.c, "p": self.p}
+
+
+def binom_cdf_half(k: int, n: int) -> float:
+    """P(X <= k) for X ~ Binomial(n, 1/2), exact (integer arithmetic, then one division)."""
+    if n < 0 or k < 0:
+        return 0.0 if k < 0 else 1.0
+    k = min(k, n)
+    return sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar p-value: p = min(1, 2 · BinomCDF(min(b, c); b + c, 1/2));
+    no discordant pairs (b + c = 0) gives p = 1.0."""
+    if b < 0 or c < 0:
+        raise ValueError(f"discordant counts must be non-negative, got b={b}, c={c}")
+    n = b + c
+    if n == 0:
+        return 1.0
+    return min(1.0, 2.0 * binom_cdf_half(min(b, c), n))
+
+
+def mcnemar(before: Mapping[str, bool | None], after: Mapping[str, bool | None]) -> McNemar:
+    """McNemar over cases present in ``before`` with a True/False outcome.
+
+    A case that passed before and is absent from ``after`` counts as a failure (a missing case is
+    a failure); a case with ``None`` on either side (errored) is left out.
+    """
+    b = c = 0
+    for case_id, was in before.items():
+        if was is None:
+            continue
+        now = after.get(case_id, False) if case_id in after else False
+        if now is None:
+            continue
+        if was and not now:
+            b += 1
+        elif not was and now and case_id in after:
+            c += 1
+    return McNemar(b, c, mcnemar_exact(b, c))
+
+
+# --- paired bootstrap ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class BootstrapCI:
+    """Mean paired delta (after − before) and its percentile confidence interval."""
+
+    delta: float
+    low: float
+    high: float
+    n: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"delta": self.delta, "low": self.low, "high": self.high}
+
+
+def paired_bootstrap(before: Sequence[float], after: Sequence[float], *,
+                     resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
+                     confidence: float = DEFAULT_CONFIDENCE) -> BootstrapCI | None:
+    """Percentile bootstrap CI of mean(after − before), resampling cases (pairs) with
+    replacement. Seeded: the same inputs give the same interval. None for zero pairs."""
+    a = np.asarray(before, dtype=float)
+    z = np.asarray(after, dtype=float)
+    if a.shape != z.shape or a.ndim != 1:
+        raise ValueError(f"paired samples must be two equal-length 1-D sequences, got {a.shape} and {z.shape}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
+    if resamples < 1:
+        raise ValueError(f"resamples must be at least 1, got {resamples}")
+    n = a.size
+    if n == 0:
+        return None
+    diffs = z - a
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(resamples, n))
+    means = diffs[idx].mean(axis=1)
+    alpha = 1.0 - confidence
+    low, high = np.percentile(means, [100 * alpha / 2, 100 * (1 - alpha / 2)])
+    return BootstrapCI(float(diffs.mean()), float(low), float(high), int(n))
+
+
+def bootstrap_deltas(baseline: Mapping[str, Any], candidate: Mapping[str, Any],
+                     metrics: Iterable[str], *, ids: Iterable[str] | None = None,
+                     resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
+                     confidence: float = DEFAULT_CONFIDENCE) -> dict[str, BootstrapCI]:
+    """Paired bootstrap CI of each metric's delta over the common cases; metrics with no
+    per-case values (or no common cases) are left out."""
+    keep = None if ids is None else list(ids)
+    out: dict[str, BootstrapCI] = {}
+    for metric in metrics:
+        before, after = paired_values(baseline, candidate, metric, keep)
+        ci = paired_bootstrap(before, after, resamples=resamples, seed=seed, confidence=confidence)
+        if ci is not None:
+            out[metric] = ci
+    return out
+
+
+# --- noise -----------------------------------------------------------------------------------
+
+def sigma_over_runs(runs: Sequence[Mapping[str, float | None]]) -> dict[str, float]:
+    """Metric -> standard deviation over repeated runs' summary metrics.
+
+    Sample standard deviation (ddof=1): the repeats are a sample of the run-to-run noise, and
+    with the 3–5 repeats a baseline can afford the population form would understate it. A metric
+    with fewer than two non-null values has no measured noise and is left out (the gate then uses
+    σ = 0 for it, i.e. the configured max_drop alone).
+    """
+    names: list[str] = []
+    for run in runs:
+        names.extend(m for m in run if m not in names)
+    out: dict[str, float] = {}
+    for name in names:
+        values = [float(run[name]) for run in runs
+                  if isinstance(run.get(name), (int, float)) and not isinstance(run.get(name), bool)]
+        if len(values) >= 2:
+            out[name] = float(np.std(values, ddof=1))
+    return out
+
+
+def sigma_diff(sigma_before: float | None, sigma_after: float | None) -> float:
+    """σ of a difference of two independent runs: sqrt(σ_b² + σ_c²); unknown σ counts as 0."""
+    return math.sqrt((sigma_before or 0.0) ** 2 + (sigma_after or 0.0) ** 2)
+
+
+def run_sigma(run: Mapping[str, Any] | None, metric: str) -> float:
+    """σ of ``metric`` recorded in a RunResult's ``noise`` block; 0.0 when not measured."""
+    noise = (run or {}).get("noise") or {}
+    value = (noise.get("sigma") or {}).get(metric)
+    return float(value) if isinstance(value, (int, float)) else 0.0
+
+
+def flaky_cases(runs: Sequence[Mapping[str, bool | None]]) -> list[str]:
+    """Case ids whose pass/fail outcome differed across runs (each run: case id -> passed).
+    Errored outcomes (None) are ignored; ids keep the order of first appearance."""
+    seen: dict[str, set[bool]] = {}
+    for run in runs:
+        for case_id, passed in run.items():
+            outcomes = seen.setdefault(case_id, set())
+            if passed is not None:
+                outcomes.add(bool(passed))
+    return [case_id for case_id, outcomes in seen.items() if len(outcomes) > 1]
+
+
+def mean_or_none(values: Iterable[float | None]) -> float | None:
+    """Mean of the non-null values; None for none (an aggregate over nothing is n/a)."""
+    kept = [float(v) for v in values if v is not None]
+    return float(np.mean(kept)) if kept else None

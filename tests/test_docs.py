@@ -1,0 +1,19 @@
+"""What the README promises stays true."""
+
+import re
+
+from conftest import ROOT
+from rageval.metrics.base import metrics_table_markdown
+
+
+def test_readme_metric_table_is_generated_from_the_registry():
+    assert metrics_table_markdown() in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_ci_runs_the_readme_test_command():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    command = re.search(r"```bash\n(python3 -m venv .venv && .venv/bin/pip install -e '\.\[test,e5\]' && .venv/bin/python -m pytest)\n```", readme)
+    assert command, "README lost its test command"
+    for part in command.group(1).split(" && "):
+        assert part.replace(".venv/bin/pip install", ".venv/bin/pip install --quiet") in ci or part in ci, part

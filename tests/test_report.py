@@ -1,0 +1,280 @@
+"""The markdown report: golden files for three scenarios, the size limit, escaping, holdout.
+
+Regenerate the golden files after an intended change of the text with
+``RAGEVAL_UPDATE_GOLDEN=1 python -m pytest tests/test_report.py`` and review the diff.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rageval.config import GateConfig, ReportConfig
+from rageval.gate import evaluate
+from rageval.report import GITHUB_COMMENT_LIMIT, escape_md, fence, render_markdown, render_summary_line
+
+DATA = Path(__file__).parent / "data"
+UPDATE = os.environ.get("RAGEVAL_UPDATE_GOLDEN") == "1"
+
+GOLDEN = {  # the seeds' golden set: question, expected answer
+    "q01": ("Mua áo mặc không vừa thì được trả trong mấy ngày?",
+            "Trong 7 ngày kể từ ngày nhận hàng, hàng còn tem, nhãn và hóa đơn."),
+    "q02": ("laptop moi nhan bi soc man hinh thi doi sao",
+            "Lỗi nhà sản xuất được đổi máy mới trong 7 ngày, sau đó bảo hành 12 tháng tại hãng."),
+    "q03": ("Trả hàng rồi bao lâu thì nhận lại tiền?", "Trong 5 ngày làm việc sau khi kho nhận hàng trả."),
+    "q04": ("Đổi ý không lấy nữa thì có mất phí ship không?", "Có. Khách đổi ý chịu phí vận chuyển 30.000 đồng."),
+    "q05": ("Điện thoại có được trả trong 30 ngày như quần áo không?",
+            "Không. Điện thoại lỗi được đổi máy mới trong 7 ngày. Mức 30 ngày chỉ áp dụng cho hàng thời trang "
+            "của thành viên Plus."),
+}
+ANSWERS_800 = {  # the seeds' hand-written chunk-800 answers
+    "q01": "Bạn có 30 ngày để đổi trả áo, miễn là hàng còn tem và nhãn.",
+    "q03": "Tiền sẽ về tài khoản của bạn trong 5 ngày sau khi kho nhận hàng.",
+    "q04": "Có. Nếu đổi ý, bạn chịu phí vận chuyển 30.000 đồng.",
+    "q05": "Không. Điện thoại lỗi được đổi máy mới trong 7 ngày, sau đó bảo hành 12 tháng tại hãng. "
+           "Mức 30 ngày chỉ dành cho hàng thời trang của thành viên Plus.",
+}
+ANSWER_200_Q01 = "Bạn được đổi hoặc trả trong 7 ngày kể từ ngày nhận hàng, nhớ giữ tem và hóa đơn."
+NUMBERS_FAIL = {"q01": (["7 ngày"], ["30 ngày"]), "q03": (["5 ngày làm việc"], ["5 ngày"])}
+
+
+def case(cid: str, rank: int | None, answer: str | None, *, question: str = "?", expected: str = "",
+         numbers: tuple | None = None, passed: bool = True, tags: tuple = ("pr",),
+         slice_: dict | None = None) -> dict[str, Any]:
+    checks: dict[str, Any] = {"numbers": {"status": "pass", "passed": True, "score": 1.0, "reason": ""}}
+    failures: list[str] = []
+    if numbers is not None:
+        reason = f"missing {', '.join(numbers[0])}; outside source {', '.join(numbers[1])}"
+        checks["numbers"] = {"status": "fail", "passed": False, "score": 0.0, "reason": reason,
+                             "missing": numbers[0], "outside_source": numbers[1]}
+        failures.append(f"numbers: {reason}")
+        passed = False
+    elif not passed:
+        checks["judge"] = {"status": "fail", "passed": False, "score": 0.0, "reason": "wrong claim"}
+        failures.append("judge: wrong claim")
+    return {"id": cid, "question": question, "expected_answer": expected, "expected_sections": ["DT-1"],
+            "slice": slice_ or {"type": "lookup"}, "tags": list(tags), "out_of_scope": False, "answer": answer,
+            "retrieved": [], "context_tokens": 120, "first_relevant_rank": rank,
+            "metrics": {"hit@1": float(rank == 1), "hit@3": float(rank is not None and rank <= 3),
+                        "recall@3": 1.0, "mrr@5": 1 / rank if rank else 0.0},
+            "checks": checks, "passed": passed, "failures": failures, "error": None,
+            "usage": {"prompt_tokens": 500, "completion_tokens": 40}, "latency_ms": 800}
+
+
+def run(cases: list[dict[str, Any]], *, version: int = 3, config: dict | None = None, sha: str = "a1b2c3d4e5",
+        sigma: dict | None = None) -> dict[str, Any]:
+    def means(cs: list[dict[str, Any]]) -> dict[str, float]:
+        out = {m: sum(c["metrics"][m] for c in cs) / len(cs) for m in ("hit@1", "hit@3", "recall@3", "mrr@5")}
+        out["pass_rate"] = sum(c["passed"] is True for c in cs) / len(cs)
+        out["numbers_pass"] = sum(c["checks"]["numbers"]["status"] == "pass" for c in cs) / len(cs)
+        return out
+
+    groups: dict[str, list] = {}
+    for c in cases:
+        for k, v in c["slice"].items():
+            groups.setdefault(f"{k}={v}", []).append(c)
+    n = len(cases)
+    return {"schema_version": 1, "git_sha": sha,
+            "golden": {"name": "banhang-returns", "version": version, "sha256": "9f86d081884c7d659a2feaa0c55ad015"},
+            "config": config or {"chunking": {"size": 200}}, "metric_names": ["hit@1", "hit@3", "recall@3", "mrr@5"],
+            "summary": {"n_cases": n, "metrics": means(cases),
+                        "by_slice": {k: {"n_cases": len(v), "metrics": means(v)} for k, v in groups.items()}},
+            "cases": cases, "repeats": 1, "noise": {"sigma": sigma} if sigma else None, "flaky": [],
+            "cost": {"calls": {"generation": n, "judge": n, "faithfulness": 0, "embedding": 2},
+                     "calls_per_case": (2 * n + 2) / n, "prompt_tokens": 500 * n, "completion_tokens": 40 * n,
+                     "cache_hits": 1, "usd": 0.0123},
+            "timings": {"total_s": 4.25, "index_s": 0.5, "eval_s": 3.75}}
+
+
+def chunk200(**kw: Any) -> dict[str, Any]:
+    answers = {"q01": ANSWER_200_Q01}
+    ranks = dict(zip(GOLDEN, (1, 1, 1, 2, 1)))
+    return run([case(i, ranks[i], answers.get(i, GOLDEN[i][1]), question=GOLDEN[i][0], expected=GOLDEN[i][1])
+                for i in GOLDEN], config={"chunking": {"size": 200}, "embedding": {"provider": "openai",
+                                          "model": "text-embedding-3-small"}, "generation": {"provider": "openai"}},
+               **kw)
+
+
+def chunk800(**kw: Any) -> dict[str, Any]:
+    ranks = dict(zip(GOLDEN, (3, 1, 3, 2, 1)))
+    return run([case(i, ranks[i], ANSWERS_800.get(i, GOLDEN[i][1]), question=GOLDEN[i][0], expected=GOLDEN[i][1],
+                     numbers=NUMBERS_FAIL.get(i)) for i in GOLDEN],
+               config={"chunking": {"size": 800}, "embedding": {"provider": "openai", "model": "multilingual-v2"},
+                       "generation": {"provider": "openai"}}, sha="f00dbabe99", **kw)
+
+
+SEED_GATE = GateConfig(floors={"hit@3": 0.95, "mrr@5": 0.85}, zero_tolerance=("numbers",))
+
+
+def check_golden(scenario: str, text: str) -> None:
+    path = DATA / scenario / "comment.md"
+    if UPDATE:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    if not path.exists():
+        pytest.fail(f"{path} is missing; create it with RAGEVAL_UPDATE_GOLDEN=1 python -m pytest tests/test_report.py")
+    assert text == path.read_text(encoding="utf-8"), (
+        f"the report differs from {path}; if the change is intended, regenerate with RAGEVAL_UPDATE_GOLDEN=1")
+
+
+# --- golden files ----------------------------------------------------------------------------
+
+def test_blocked_report_matches_golden_file():
+    before, after = chunk200(), chunk800()
+    verdict = evaluate(before, after, SEED_GATE)
+    text = render_markdown(verdict, before, after, ReportConfig())
+    assert text.splitlines()[0] == "### ❌ RAG eval gate: blocked — mrr@5 0.63 < 0.85 (floor)"
+    assert "| mrr@5 | 0.90 | 0.63 | −0.27 | ≥ 0.85 | ❌ |" in text
+    assert "| hit@3 | 1.00 | 1.00 | 0.00 | ≥ 0.95 | ✅ |" in text
+    assert "| chunking.size | 200 | 800 |" in text
+    assert "**First relevant rank:** 1 → 3" in text and ANSWERS_800["q01"] in text and ANSWER_200_Q01 in text
+    check_golden("report_blocked", text)
+
+
+def test_passed_report_with_flaky_case_matches_golden_file():
+    before = chunk800(sigma={"mrr@5": 0.01, "pass_rate": 0.02})
+    fixed = chunk200(sigma={"mrr@5": 0.01, "pass_rate": 0.02})
+    q05 = next(c for c in fixed["cases"] if c["id"] == "q05")
+    q05.update(passed=False, failures=["judge: wrong claim"],
+               checks={**q05["checks"], "judge": {"status": "fail", "passed": False, "reason": "wrong claim"}})
+    calls: list[Any] = []
+
+    def rerun(ids: list[str] | None) -> dict[str, Any]:
+        calls.append(ids)
+        return run([case("q05", 1, GOLDEN["q05"][1], question=GOLDEN["q05"][0])])
+
+    cfg = GateConfig(floors={"hit@3": 0.95, "mrr@5": 0.85}, max_drop={"mrr@5": 0.03, "pass_rate": 0.05},
+                     zero_tolerance=("numbers",))
+    verdict = evaluate(before, fixed, cfg, rerun)
+    assert calls == [["q05"]] and verdict.flaky == ("q05",) and verdict.verdict == "pass"
+    text = render_markdown(verdict, before, fixed, ReportConfig())
+    assert text.splitlines()[0] == "### ✅ RAG eval gate: passed — all gates passed"
+    assert "#### Fail → pass (2)" in text and "#### Flaky (1)" in text
+    check_golden("report_passed", text)
+
+
+def test_not_comparable_report_matches_golden_file():
+    before, after = chunk200(version=2), chunk200()
+    verdict = evaluate(before, after, GateConfig(floors={"hit@3": 0.95, "mrr@5": 0.85}, max_drop={"mrr@5": 0.0}))
+    text = render_markdown(verdict, before, after, ReportConfig())
+    assert text.splitlines()[0] == ("### ⚠️ RAG eval gate: passed (not comparable) — baseline golden set version 2 ≠ "
+                                    "candidate version 3, so only floors and zero-tolerance apply")
+    assert "v3 (sha256 `9f86d081884c`), baseline v2 — not comparable: floors and zero-tolerance only" in text
+    check_golden("report_not_comparable", text)
+
+
+# --- size ------------------------------------------------------------------------------------
+
+def test_500_failing_cases_fit_a_github_comment_and_keep_header_and_tables():
+    long = "Bạn có 30 ngày để đổi trả. " * 40
+    before = run([case(f"c{i:03d}", 1, long, question=f"Câu hỏi số {i} " * 10, slice_={"type": f"t{i % 7}"})
+                  for i in range(500)])
+    after = run([case(f"c{i:03d}", 4, long + "!", question=f"Câu hỏi số {i} " * 10, numbers=(["7 ngày"], ["30 ngày"]),
+                      slice_={"type": f"t{i % 7}"}) for i in range(500)], config={"chunking": {"size": 800}})
+    verdict = evaluate(before, after, GateConfig(floors={"mrr@5": 0.85, "pass_rate": 0.9}, zero_tolerance=("numbers",)))
+    text = render_markdown(verdict, before, after, ReportConfig(max_cases=25))
+    assert len(text) < GITHUB_COMMENT_LIMIT
+    assert text.startswith("### ❌ RAG eval gate: blocked — mrr@5 0.25 < 0.85 (floor)\n")
+    for table in ("| Metric | Baseline | PR | Δ | Threshold | Status |", "#### By slice", "| type=t6 |",
+                  "#### Config changes", "| chunking.size | 200 | 800 |", "**Cost and time:**"):
+        assert table in text
+    assert re.search(r"…and \d+ more", text)
+    assert "#### Pass → fail (500)" in text
+
+
+def test_small_max_chars_cuts_case_lists_first():
+    before, after = chunk200(), chunk800()
+    verdict = evaluate(before, after, SEED_GATE)
+    full = render_markdown(verdict, before, after, ReportConfig())
+    cut = render_markdown(verdict, before, after, ReportConfig(), max_chars=len(full) - 1)
+    assert len(cut) < len(full) and "| mrr@5 | 0.90 | 0.63 |" in cut and "…and " in cut
+    assert cut.splitlines()[0] == full.splitlines()[0]
+
+
+# --- escaping and holdout --------------------------------------------------------------------
+
+def outside_fences(text: str) -> tuple[str, list[str]]:
+    """(text outside fenced code blocks, contents of the blocks) — CommonMark backtick fences: a
+    block closes only on a line of at least as many backticks as opened it."""
+    outside, blocks, current, opener = [], [], [], None
+    for line in text.split("\n"):
+        m = re.match(r"^(`{3,})", line)
+        if opener is None and m:
+            opener, current = len(m.group(1)), []
+        elif opener is not None and re.fullmatch(r"`{%d,}\s*" % opener, line):
+            blocks.append("\n".join(current))
+            opener = None
+        elif opener is not None:
+            current.append(line)
+        else:
+            outside.append(line)
+    assert opener is None, "an unclosed fenced block"
+    return "\n".join(outside), blocks
+
+
+NASTY = "Xem </details> ngay @channel\n```\n<script>alert(1)</script>\n````` | `x`"
+
+
+def test_model_text_cannot_break_out_of_the_report():
+    before = run([case("q1", 1, "ok", question="q?"), case("q2", 1, "ok")])
+    bad = case("q1", 2, NASTY, question="Hỏi <script>x</script> @channel | a\nb `c`", passed=False)
+    bad["failures"] = ["judge: says </details> and @here"]
+    after = run([bad, case("q2", 1, "ok")])
+    verdict = evaluate(before, after, GateConfig())
+    text = render_markdown(verdict, before, after, ReportConfig(), title="Gate <b>@team</b>")
+    rest, blocks = outside_fences(text)
+    assert NASTY in blocks                                       # the answer verbatim, inside its fence
+    assert "<script" not in rest and "@channel" not in rest and "@here" not in rest and "@team" not in rest
+    assert rest.count("<details>") == rest.count("</details>") == 1
+    assert "@\u200dchannel" in rest and "&lt;script&gt;" in rest
+    summary = next(line for line in rest.splitlines() if line.startswith("<details>"))
+    assert "a<br>b" in summary and "&#124;" in summary and "&#96;c&#96;" in summary
+    assert text.splitlines()[0].startswith("### ✅ Gate &lt;b&gt;@\u200dteam&lt;/b&gt;: passed")
+
+
+def test_holdout_cases_show_counts_never_text():
+    secret_q, secret_a = "SECRET QUESTION holdout", "SECRET ANSWER 7 ngày"
+    before = run([case("h1", 1, secret_a, question=secret_q, tags=("holdout",)), case("q2", 1, "ok")])
+    after = run([case("h1", 3, secret_a + "!", question=secret_q, tags=("holdout",), numbers=(["7 ngày"], ["30 ngày"])),
+                 case("q2", 1, "ok")])
+    verdict = evaluate(before, after, GateConfig(zero_tolerance=("numbers",)))
+    assert verdict.verdict == "fail" and verdict.pass_to_fail == ("h1",)
+    text = render_markdown(verdict, before, after, ReportConfig())
+    assert "SECRET" not in text and "h1" not in text and "30 ngày" not in text
+    assert "1 holdout case went pass → fail (text hidden)." in text
+    assert "numbers: 1 holdout case fails the rule (details hidden)" in text
+
+
+# --- summary line and filters ----------------------------------------------------------------
+
+def test_summary_line():
+    before, after = chunk200(), chunk800()
+    verdict = evaluate(before, after, SEED_GATE)
+    assert render_summary_line(verdict) == "RAG eval gate: blocked — mrr@5 0.63 < 0.85 (floor); +2 more reasons"
+    assert render_summary_line(evaluate(before, before, SEED_GATE)) == "RAG eval gate: passed — all gates passed"
+    long = render_summary_line(evaluate(None, after, GateConfig(zero_tolerance=("numbers",))), title="x" * 200)
+    assert len(long) == 140 and long.endswith("…") and "\n" not in long
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("mrr@5 0.63 < 0.85", "mrr@5 0.63 < 0.85"),
+    ("</details><b>", "&lt;/details&gt;&lt;b&gt;"),
+    ("a | b", "a &#124; b"),
+    ("line1\r\nline2", "line1<br>line2"),
+    ("ping @octocat, mail a@b.c", "ping @\u200doctocat, mail a@b.c"),
+    ("`code` \\", "&#96;code&#96; &#92;"),
+    ("AT&T &amp; [x](y)", "AT&amp;T &amp;amp; &#91;x&#93;(y)"),
+    (None, ""),
+])
+def test_escape_md(text, expected):
+    assert escape_md(text) == expected
+
+
+def test_fence_is_longer_than_any_backtick_run():
+    assert fence("plain") == "```text\nplain\n```"
+    assert fence("a ```` b") == "`````text\na ```` b\n`````"
+    assert fence("x" * 20, limit=5).startswith("```text\nxxxxx\n… (cut: 20 characters in all)")
