@@ -155,7 +155,14 @@ def cmd_gate(args: argparse.Namespace, out: TextIO) -> int:
 
         def rerun(case_ids: list[str] | None) -> dict[str, Any]:
             return ev.run(fresh=True, case_ids=case_ids, previous=candidate)
-    verdict = gate.evaluate(baseline, candidate, cfg.gate, rerun=rerun)
+    gate_cfg = cfg.gate
+    if cfg.judge.min_agreement is not None:
+        from rageval.judging import judge_gate_allowed
+        allowed, why = judge_gate_allowed(cfg.judge)
+        if not allowed:
+            gate_cfg = _without_judge(gate_cfg)
+            out.write(f"note: judge_pass is not gated: {why}\n")
+    verdict = gate.evaluate(baseline, candidate, gate_cfg, rerun=rerun)
     markdown = report.render_markdown(verdict, baseline, candidate, cfg.report)
     if args.out:
         write_json(args.out, verdict.to_dict())
@@ -167,6 +174,47 @@ def cmd_gate(args: argparse.Namespace, out: TextIO) -> int:
     for reason in verdict.reasons:
         out.write(f"  {'BLOCK' if reason.blocking else 'note '} {reason.message}\n")
     return EXIT_BLOCKED if verdict.blocked else EXIT_OK
+
+
+def _without_judge(g: Any) -> Any:
+    """The gate config minus every judge_pass threshold (the judge is not trusted yet)."""
+    from dataclasses import replace
+
+    from rageval.config import SliceGate
+    drop = lambda m: {k: v for k, v in m.items() if k != "judge_pass"}  # noqa: E731
+    return replace(g, floors=drop(g.floors), max_drop=drop(g.max_drop),
+                   slices={k: SliceGate(drop(s.floors), drop(s.max_drop)) for k, s in g.slices.items()})
+
+
+def cmd_judge_agreement(args: argparse.Namespace, out: TextIO) -> int:
+    from rageval.judging import load_labels
+    from rageval.metrics.judge import judge_agreement
+    from rageval.runner import load_result, write_json
+
+    labels = load_labels(Path(args.labels))
+    if args.results:
+        result = load_result(args.results)
+    else:
+        cfg = load_config(args.config)
+        if not cfg.judge.model:
+            raise RagevalError(f"{cfg.path}: judge.model is not set, so there are no judge verdicts to compare. "
+                               "Set judge.model or pass --results with a RunResult that has them.")
+        result = build_evaluation(cfg, args.subset, None).run(progress=ProgressPrinter("rageval judge"))
+    verdicts = {c["id"]: c["checks"]["judge"]["status"] == "pass" for c in result["cases"]
+                if c.get("checks", {}).get("judge", {}).get("status") in ("pass", "fail")}
+    report = judge_agreement(labels, verdicts)
+    if report["n"] == 0:
+        raise RagevalError(f"{args.labels}: no labelled case has a judge verdict (labels for "
+                           f"{len(labels)} cases, verdicts for {len(verdicts)}). Check the case ids.")
+    out.write(f"judge vs human labels on {report['n']} cases: agreement {report['agreement']:.2f}, "
+              f"Cohen's kappa {report['kappa']:.2f}\n")
+    for case_id in report["disagreements"]:
+        out.write(f"  disagree {case_id}: human {'pass' if labels[case_id] else 'fail'}, "
+                  f"judge {'pass' if verdicts[case_id] else 'fail'}\n")
+    if args.out:
+        write_json(args.out, report)
+        out.write(f"wrote {args.out} (point judge.agreement_file at it to use judge.min_agreement)\n")
+    return EXIT_OK
 
 
 def cmd_report(args: argparse.Namespace, out: TextIO) -> int:
@@ -237,6 +285,13 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--report-md", default=None, help="write the markdown report here")
     p.add_argument("--candidate-out", default=None, help="also write the candidate RunResult it ran")
     p.set_defaults(func=cmd_gate)
+
+    p = sub.add_parser("judge-agreement", help="agreement and Cohen's kappa of the LLM judge vs human labels")
+    common(p)
+    p.add_argument("--labels", required=True, help="human labels: JSONL {id, label: pass|fail} or YAML/JSON {id: pass|fail}")
+    p.add_argument("--results", default=None, help="a RunResult with judge verdicts (default: run the eval now)")
+    p.add_argument("--out", default=None, help="write the agreement JSON here (judge.agreement_file)")
+    p.set_defaults(func=cmd_judge_agreement)
 
     p = sub.add_parser("report", help="render the markdown report from saved results")
     p.add_argument("--config", default=DEFAULT_CONFIG)

@@ -1,0 +1,113 @@
+"""Model-backed checks wired into the runner, and the judge's admission to the gate.
+
+* :class:`ModelJudge` is the runner's :class:`~rageval.runner.CaseJudge` when ``judge.model`` is
+  set: per case it runs the judge verdict and, with ``judge.faithfulness``, the claim check, over
+  the context the generator actually saw. Set ``fresh = True`` on it for the gate's re-run: every
+  call then bypasses the response cache.
+* :func:`load_labels` reads people's pass/fail labels (for ``rageval judge-agreement``).
+* :func:`judge_gate_allowed` refuses to gate on the judge when ``judge.min_agreement`` is set and
+  the measured agreement (``judge.agreement_file``) is missing or below it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from rageval.apps import Trace
+from rageval.config import JudgeConfig
+from rageval.errors import DatasetError
+from rageval.golden import Case
+from rageval.metrics.base import CheckResult
+from rageval.metrics.faithfulness import check_faithfulness
+from rageval.metrics.judge import judge_case, parse_labels
+from rageval.runner import CaseJudge
+
+NO_MODEL = "no model configured (judge.model)"
+NO_AGREEMENT_FILE = ("judge.min_agreement is {floor:g} but judge.agreement_file is not set, so the judge's agreement "
+                     "with people is unknown. Label a sample, run `rageval judge-agreement --out agreement.json` and "
+                     "set judge.agreement_file: agreement.json.")
+AGREEMENT_MISSING = ("judge.agreement_file {path} does not exist, so the judge's agreement with people is unknown. "
+                     "Run `rageval judge-agreement --out {path}` first.")
+AGREEMENT_UNREADABLE = ("judge.agreement_file {path} is not an agreement report ({problem}). Re-create it with "
+                        "`rageval judge-agreement --out {path}`.")
+AGREEMENT_LOW = ("the judge agrees with people on {agreement:.0%} of {n} labelled cases{kappa}, below "
+                 "judge.min_agreement {floor:.0%}: judge_pass is not used to gate. Improve the judge (prompt, "
+                 "model) and re-measure, or lower judge.min_agreement.")
+AGREEMENT_OK = "the judge agrees with people on {agreement:.0%} of {n} labelled cases{kappa} (floor {floor:.0%})"
+
+
+class ModelJudge(CaseJudge):
+    """The judge (and optionally faithfulness) for every answered case. ``fresh``: bypass caches."""
+
+    def __init__(self, client: Any, cfg: JudgeConfig, *, fresh: bool = False) -> None:
+        if cfg.model and client is None:
+            raise ValueError("ModelJudge needs a model client when judge.model is set")
+        self.client = client
+        self.cfg = cfg
+        self.fresh = fresh
+
+    def check(self, case: Case, trace: Trace, expected_text: str) -> dict[str, CheckResult]:
+        model = self.cfg.model
+        if not model:
+            out = {"judge": CheckResult.skipped(NO_MODEL)}
+            if self.cfg.faithfulness:
+                out["faithfulness"] = CheckResult.skipped(NO_MODEL)
+            return out
+        answer = trace.answer or ""
+        out = {"judge": judge_case(self.client, model, case.question, case.expected_answer, expected_text, answer,
+                                   case_id=case.id, fresh=self.fresh)}
+        if self.cfg.faithfulness:
+            context = [r.text for r in trace.context]
+            out["faithfulness"] = check_faithfulness(self.client, model, case.question, answer, context,
+                                                     expected_text, case_id=case.id, fresh=self.fresh)
+        return out
+
+
+def load_labels(path: str | os.PathLike[str]) -> dict[str, bool]:
+    """People's verdicts: case id -> True (pass) / False (fail).
+
+    ``.jsonl``: one ``{"id": "q01", "label": "pass"}`` per line; ``.yaml`` / ``.yml`` / ``.json``:
+    a mapping ``{q01: pass, q02: fail}``. DatasetError names the file and line of a bad entry.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DatasetError(f"{path}: labels file not found. Write one line per case, "
+                           "{\"id\": \"q01\", \"label\": \"pass\"}, or a YAML mapping `q01: pass`.")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DatasetError(f"{path}: cannot read the labels file ({exc}).") from None
+    if path.suffix.lower() not in (".jsonl", ".yaml", ".yml", ".json"):
+        raise DatasetError(f"{path}: unknown labels format '{path.suffix}'. Use .jsonl, .yaml, .yml or .json.")
+    return parse_labels(text, str(path), jsonl=path.suffix.lower() == ".jsonl")
+
+
+def judge_gate_allowed(cfg: JudgeConfig) -> tuple[bool, str]:
+    """Whether judge_pass may gate. Allowed when ``judge.min_agreement`` is not set; otherwise the
+    agreement report at ``judge.agreement_file`` (JSON with a numeric ``agreement`` in [0, 1], and
+    optionally ``n`` and ``kappa``) must exist and reach the floor. Returns (allowed, why)."""
+    floor = cfg.min_agreement
+    if floor is None:
+        return True, "judge.min_agreement is not set"
+    if cfg.agreement_file is None:
+        return False, NO_AGREEMENT_FILE.format(floor=floor)
+    path = Path(cfg.agreement_file)
+    if not path.is_file():
+        return False, AGREEMENT_MISSING.format(path=path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        return False, AGREEMENT_UNREADABLE.format(path=path, problem=f"not JSON: {exc}")
+    value = data.get("agreement") if isinstance(data, dict) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not 0 <= value <= 1:
+        return False, AGREEMENT_UNREADABLE.format(path=path, problem="no number 'agreement' between 0 and 1")
+    n = data.get("n", "?")
+    kappa = data.get("kappa")
+    kappa_part = f", kappa {kappa:.2f}" if isinstance(kappa, (int, float)) and not isinstance(kappa, bool) else ""
+    if value < floor:
+        return False, AGREEMENT_LOW.format(agreement=value, n=n, kappa=kappa_part, floor=floor)
+    return True, AGREEMENT_OK.format(agreement=value, n=n, kappa=kappa_part, floor=floor)

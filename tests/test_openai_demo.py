@@ -1,0 +1,62 @@
+"""The demo's real-model config against the local OpenAI-compatible server over real HTTP:
+calls per case by stage, zero calls on an unchanged re-run, and the key kept out of everything."""
+
+import json
+import shutil
+
+import pytest
+
+from conftest import ROOT
+from openai_server import OpenAIServer
+
+SENTINEL = "sk-SENTINEL-DEMO-KEY-42"
+
+
+def responder(body):
+    model = body["model"]
+    if model == "gpt-4o-mini":
+        return "Khách được đổi hoặc trả hàng trong 7 ngày kể từ ngày nhận hàng (DT-1)."
+    text = json.dumps(body["messages"], ensure_ascii=False)
+    if "claims" in text and "verdict" not in text and "in_context" not in text:
+        return json.dumps({"claims": ["Khách được đổi trả trong 7 ngày kể từ ngày nhận hàng."]})
+    if "in_context" in text:
+        return json.dumps({"claims": [{"claim": "Khách được đổi trả trong 7 ngày kể từ ngày nhận hàng.",
+                                       "in_context": "supported", "in_expected": "supported"}]})
+    return json.dumps({"verdict": "pass", "wrong_claims": [], "missing": []})
+
+
+@pytest.fixture
+def demo(tmp_path):
+    target = tmp_path / "banhang"
+    shutil.copytree(ROOT / "examples" / "banhang", target, ignore=shutil.ignore_patterns(".rageval-cache"))
+    return target
+
+
+def test_openai_demo_calls_per_case_and_cache(demo, run_cli, monkeypatch, tmp_path):
+    monkeypatch.setenv("OPENAI_API_KEY", SENTINEL)
+    with OpenAIServer(responder=responder) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        out1, out2 = tmp_path / "r1.json", tmp_path / "r2.json"
+        code, stdout, stderr = run_cli("run", "--config", demo / "rageval-openai.yml", "--subset", "pr", "--out", out1)
+        assert code == 0, stderr
+        first_calls = server.calls["chat"]
+        assert server.requests[0].headers["authorization"] == f"Bearer {SENTINEL}"
+        code, _, _ = run_cli("run", "--config", demo / "rageval-openai.yml", "--subset", "pr", "--out", out2)
+        assert code == 0
+        assert server.calls["chat"] == first_calls          # unchanged config: zero model calls
+    r1, r2 = (json.loads(p.read_text(encoding="utf-8")) for p in (out1, out2))
+    n = r1["summary"]["n_cases"]
+    calls = r1["cost"]["calls"]
+    assert calls["generation"] == n and calls["judge"] == n
+    assert n <= calls["faithfulness"] <= 2 * n
+    assert first_calls == sum(calls.values())
+    assert r2["cost"]["calls_total"] == 0 and r2["cost"]["cache_hits"] >= first_calls
+    assert r1["summary"]["metrics"] == r2["summary"]["metrics"]
+    assert r1["cost"]["usd"] > 0
+    assert r1["summary"]["metrics"]["judge_pass"] == 1.0
+    assert r1["summary"]["metrics"]["faithfulness"] == 1.0 and r1["summary"]["n_errors"] == 0
+    everything = out1.read_text() + out2.read_text() + stdout + stderr
+    for path in (demo / ".rageval-cache").rglob("*"):
+        if path.is_file():
+            everything += path.read_text(encoding="utf-8", errors="replace")
+    assert SENTINEL not in everything
