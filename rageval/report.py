@@ -242,6 +242,7 @@ def _context(verdict: Verdict, baseline: Mapping[str, Any] | None, candidate: Ma
         "ci_rows": [(m, ci) for m, ci in verdict.stats.get("bootstrap", {}).items()
                     if ci["delta"] != 0 or ci["low"] != ci["high"]],
         "cost": candidate.get("cost") or {}, "timings": candidate.get("timings") or {},
+        "budget_stopped": sum(1 for c in candidate.get("cases", []) if "budget exceeded" in str(c.get("error") or "")),
         "answer_max": ANSWER_MAX_CHARS, "question_max": QUESTION_MAX_CHARS,
     }
 

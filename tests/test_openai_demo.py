@@ -60,3 +60,26 @@ def test_openai_demo_calls_per_case_and_cache(demo, run_cli, monkeypatch, tmp_pa
         if path.is_file():
             everything += path.read_text(encoding="utf-8", errors="replace")
     assert SENTINEL not in everything
+
+
+def test_budget_cap_stops_calls_marks_the_rest_and_the_report_says_so(demo, run_cli, monkeypatch, tmp_path):
+    cfg = demo / "rageval-openai.yml"
+    text = cfg.read_text(encoding="utf-8")
+    # each generation call costs ~$0.01 at this price; the cap allows a handful, judge disabled
+    text = text.replace("max_cost_usd: 2.00", "max_cost_usd: 0.03").replace(
+        "gpt-4o-mini: {prompt: 0.15, completion: 0.60}", "gpt-4o-mini: {prompt: 100.0, completion: 100.0}")
+    text = text.replace("judge: {model: gpt-4o, faithfulness: true}", "judge: {model: null}")
+    text = text.replace("judge_pass: 0.85", "pass_rate: 0.0").replace("judge_pass: 0.05, faithfulness: 0.05", "pass_rate: 1.0")
+    text = text.replace("app: {type: builtin, concurrency: 4}", "app: {type: builtin, concurrency: 1}")
+    cfg.write_text(text, encoding="utf-8")
+    monkeypatch.setenv("OPENAI_API_KEY", SENTINEL)
+    with OpenAIServer(responder=responder) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        report = tmp_path / "report.md"
+        verdict = tmp_path / "v.json"
+        code, _, _ = run_cli("gate", "--config", cfg, "--subset", "pr", "--report-md", report, "--out", verdict)
+        calls = server.calls["chat"]
+    assert 1 <= calls < 10                       # stopped at the cap, far fewer than the cases
+    text = report.read_text(encoding="utf-8")
+    assert "Budget cap reached" in text
+    assert code == 1                             # errors policy: fail
