@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -153,7 +154,12 @@ class Config:
     def to_dict(self) -> dict[str, Any]:
         """The resolved config as plain JSON: paths relative to the config folder, no secrets
         (only the *name* of the API key variable is ever stored)."""
-        return _plain(asdict(self), self.root)
+        data = _plain(asdict(self), self.root)
+        # header values may carry tokens: keep ${ENV} references, hide literal values
+        data["app"]["headers"] = {k: v if re.fullmatch(r"[^$]*(\$\{[A-Za-z_][A-Za-z0-9_]*\}[^$]*)+", v) and
+                                  not re.sub(r"\$\{[^}]*\}", "", v).strip(" :") .replace("Bearer", "").strip() else "***"
+                                  for k, v in data["app"]["headers"].items()}
+        return data
 
     def fingerprint(self) -> str:
         return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True, ensure_ascii=False).encode()).hexdigest()

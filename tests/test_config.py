@@ -78,3 +78,10 @@ def test_resolved_config_never_holds_the_api_key(tmp_path, monkeypatch):
     cfg = load_config(write(tmp_path, "llm: {api_key_env: OPENAI_API_KEY}\n"))
     assert "sk-SENTINEL-config" not in repr(cfg.to_dict())
     assert cfg.to_dict()["llm"]["api_key_env"] == "OPENAI_API_KEY"
+
+
+def test_literal_header_values_never_reach_results(tmp_path):
+    cfg = load_config(write(tmp_path, 'app: {type: http, url: "http://127.0.0.1:1/a", '
+                                      'headers: {Authorization: "Bearer ${TOK}", X-Key: literal-secret}}\n'))
+    headers = cfg.to_dict()["app"]["headers"]
+    assert headers == {"Authorization": "Bearer ${TOK}", "X-Key": "***"}
