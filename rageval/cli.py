@@ -142,19 +142,27 @@ def cmd_baseline(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_gate(args: argparse.Namespace, out: TextIO) -> int:
     from rageval import gate, report
-    from rageval.runner import load_result, write_json
+    from rageval.runner import load_result, narrow_baseline, write_json
 
     cfg = load_config(args.config)
     baseline = load_result(args.baseline) if args.baseline else None
     rerun = None
     if args.candidate:
         candidate = load_result(args.candidate)
+        tag = (candidate.get("golden") or {}).get("subset")
+        # the candidate's subset, by tag, so a subset case the candidate lacks still counts as missing
+        subset_ids = [c["id"] for c in candidate["cases"]] + [
+            c["id"] for c in (baseline or {}).get("cases", []) if not tag or tag in (c.get("tags") or [])]
     else:
         ev = build_evaluation(cfg, args.subset, args.app)
         candidate = ev.run(progress=ProgressPrinter("rageval gate"))
 
         def rerun(case_ids: list[str] | None) -> dict[str, Any]:
             return ev.run(fresh=True, case_ids=case_ids, previous=candidate)
+        subset_ids = [c.id for c in ev.golden.cases]
+    if baseline is not None:
+        # main's baseline may cover the whole golden set; compare on the candidate's subset
+        baseline = narrow_baseline(baseline, subset_ids)
     gate_cfg = cfg.gate
     if cfg.judge.min_agreement is not None:
         from rageval.judging import judge_gate_allowed

@@ -119,7 +119,8 @@ def _value(value: Any) -> str:
         return "(absent)"
     if isinstance(value, str):
         return value
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return json.dumps(value, ensure_ascii=False, sort_keys=True,
+                      default=lambda o: dict(o) if isinstance(o, Mapping) else list(o))
 
 
 def _environment() -> jinja2.Environment:

@@ -394,3 +394,22 @@ def run_repeats(ev: Evaluation, repeats: int, progress: Progress | None = None) 
     result["cost"] = cost_of(ev.client, sum(len(r["cases"]) for r in runs))
     result["timings"] = {k: round(sum(r["timings"].get(k, 0.0) for r in runs), 3) for k in first["timings"]}
     return result
+
+
+def narrow_baseline(baseline: dict[str, Any], case_ids: list[str]) -> dict[str, Any]:
+    """The baseline restricted to ``case_ids`` (the candidate's subset), summary recomputed.
+
+    A PR runs the ``pr`` subset while main's baseline covers the whole golden set; the gate counts
+    a baseline case the candidate did not answer as pass→fail, so the cases outside the subset
+    are dropped first. Cases of the subset that the candidate failed to answer still count.
+    """
+    wanted = set(case_ids)
+    cases = baseline.get("cases") or []
+    if all(c.get("id") in wanted for c in cases):
+        return baseline
+    kept = [c for c in cases if c.get("id") in wanted]
+    narrowed = dict(baseline)
+    narrowed["cases"] = kept
+    narrowed["summary"] = summarize(kept, list(baseline.get("metric_names") or []))
+    narrowed["golden"] = {**(baseline.get("golden") or {}), "narrowed_to": len(kept)}
+    return narrowed

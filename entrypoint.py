@@ -1,0 +1,14 @@
+"""The Docker action's entrypoint: hand the runner's environment to rageval.action.main().
+
+The runner starts the container with the workspace mounted at /github/workspace (the working
+directory), the action inputs as INPUT_* variables and GITHUB_OUTPUT / GITHUB_STEP_SUMMARY
+pointing at files it reads afterwards. The exit code is the gate's: 0 pass, 1 blocked,
+2 bad input, 3 internal error.
+"""
+
+import os
+
+from rageval.action import main
+
+if __name__ == "__main__":
+    raise SystemExit(main(os.environ))
