@@ -83,3 +83,26 @@ def test_budget_cap_stops_calls_marks_the_rest_and_the_report_says_so(demo, run_
     text = report.read_text(encoding="utf-8")
     assert "Budget cap reached" in text
     assert code == 1                             # errors policy: fail
+
+
+def test_persistent_500_makes_those_cases_errors_and_the_run_completes(demo, run_cli, monkeypatch, tmp_path):
+    from openai_server import Fault
+
+    cfg = demo / "rageval-openai.yml"
+    text = cfg.read_text(encoding="utf-8").replace("judge: {model: gpt-4o, faithfulness: true}", "judge: {model: null}")
+    text = text.replace("max_retries: 4", "max_retries: 0").replace("app: {type: builtin, concurrency: 4}",
+                                                                     "app: {type: builtin, concurrency: 1}")
+    cfg.write_text(text, encoding="utf-8")
+    monkeypatch.setenv("OPENAI_API_KEY", SENTINEL)
+    with OpenAIServer(responder=responder) as server:
+        server.faults.append(Fault.server_error(500, times=2, model="gpt-4o-mini"))
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        out = tmp_path / "r.json"
+        code, _, stderr = run_cli("run", "--config", cfg, "--subset", "pr", "--out", out)
+    assert code == 0, stderr
+    result = json.loads(out.read_text(encoding="utf-8"))
+    errored = [c for c in result["cases"] if c["error"]]
+    assert len(errored) == 2 and all("500" in c["error"] for c in errored)
+    assert all(c["passed"] is None for c in errored)                      # an error, not a fail
+    assert result["summary"]["n_errors"] == 2
+    assert result["summary"]["n_cases"] == len(result["cases"]) >= 30     # nothing lost
