@@ -66,6 +66,7 @@ from typing import Any
 from rageval import stats
 from rageval.config import GateConfig
 from rageval.errors import BaselineError, ConfigError, RagevalError
+from rageval.golden import slice_labels
 from rageval.metrics.base import parse_metric
 
 EPS = 1e-9
@@ -254,16 +255,8 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def _label(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
 def _in_slice(case: Mapping[str, Any], slice_key: str) -> bool:
-    key, _, want = slice_key.partition("=")
-    slices = case.get("slice") or {}
-    return key in slices and _label(slices[key]) == want
+    return slice_key in slice_labels(case.get("slice") or {})
 
 
 def _is_holdout(*cases: Mapping[str, Any] | None) -> bool:

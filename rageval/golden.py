@@ -46,13 +46,19 @@ class Case:
 
     def slice_labels(self) -> list[str]:
         """``type=lookup``-style labels, one per slice key, used for by-slice aggregates."""
-        return [f"{k}={_label(v)}" for k, v in sorted(self.slice.items())]
+        return slice_labels(self.slice)
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "question": self.question, "expected_sections": list(self.expected_sections),
                 "expected_answer": self.expected_answer, "source": self.source, "slice": dict(self.slice),
                 "tags": list(self.tags), "must_include": list(self.must_include),
                 "must_not_include": list(self.must_not_include), "out_of_scope": self.out_of_scope}
+
+
+def slice_labels(slice_values: dict[str, Any]) -> list[str]:
+    """``key=value`` labels of a case's slice, sorted; booleans read ``true``/``false`` (as in YAML).
+    The one spelling used by by-slice aggregates, slice gates and reports."""
+    return [f"{k}={_label(v)}" for k, v in sorted(slice_values.items())]
 
 
 def _label(value: Any) -> str:

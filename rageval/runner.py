@@ -23,7 +23,7 @@ from rageval.apps import Trace
 from rageval.config import Config
 from rageval.corpus import Corpus, load_corpus
 from rageval.errors import BaselineError, RagevalError
-from rageval.golden import Case, GoldenSet, load_golden
+from rageval.golden import Case, GoldenSet, load_golden, slice_labels
 from rageval.metrics.base import ERROR, FAIL, PASS, SKIPPED, CheckResult
 from rageval.metrics.numbers import check_numbers
 from rageval.metrics.retrieval import case_metrics, first_relevant_rank
@@ -270,11 +270,9 @@ def summarize(cases: Sequence[dict[str, Any]], metric_names: Sequence[str]) -> d
     summary = summarize_cases(cases, metric_names)
     groups: dict[str, list[dict[str, Any]]] = {}
     for c in cases:
-        for key, value in sorted(c.get("slice", {}).items()):
-            label = f"{key}={'true' if value is True else 'false' if value is False else value}"
+        for label in slice_labels(c.get("slice") or {}):
             groups.setdefault(label, []).append(c)
-    summary["by_slice"] = {label: {k: v for k, v in summarize_cases(group, metric_names).items()}
-                           for label, group in sorted(groups.items())}
+    summary["by_slice"] = {label: summarize_cases(group, metric_names) for label, group in sorted(groups.items())}
     return summary
 
 
