@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from rageval.errors import GithubError, RagevalError
-from rageval.runner import narrow_baseline
 
 __all__ = [
     "EXIT_BLOCKED",
@@ -51,7 +50,6 @@ __all__ = [
     "comment_key",
     "get_input",
     "main",
-    "narrow_baseline",
     "parse_inputs",
     "read_event",
     "resolve_mode",
@@ -506,14 +504,12 @@ def _report_path(results_path: str) -> str:
 def _finish(ctx: _Context, *, verdict: str, markdown: str, result: dict[str, Any],
             pass_to_fail: list[str]) -> None:
     """Write results, the report file, the step summary and the outputs."""
-    from rageval.runner import write_json
+    from rageval.runner import write_json, write_text
 
     results_rel = ctx.inputs.results_path
     report_rel = _report_path(results_rel)
     write_json(ctx.path(results_rel), result)
-    report_file = ctx.path(report_rel)
-    report_file.parent.mkdir(parents=True, exist_ok=True)
-    report_file.write_text(markdown, encoding="utf-8")
+    write_text(ctx.path(report_rel), markdown)
     summary = ctx.env.get("GITHUB_STEP_SUMMARY")
     if summary:
         _append_text(summary, ctx.console.redact(markdown))
@@ -546,15 +542,16 @@ def _run_gate(ctx: _Context) -> int:
         baseline = _baseline(ctx, cfg)
         with ctx.console.group(f"rageval {ctx.mode}: {n} cases{f' (subset {subset})' if subset else ''}"):
             candidate = ev.run(progress=_Progress(ctx.console, f"rageval {ctx.mode}"))
-            if baseline is not None:
-                baseline = narrow_baseline(baseline, [c.id for c in ev.golden.cases])
 
             def rerun(case_ids: list[str] | None) -> dict[str, Any]:
                 ctx.console.log(f"re-running {'all cases' if case_ids is None else ', '.join(case_ids)}"
                                 " with caches bypassed")
                 return ev.run(fresh=True, case_ids=case_ids, previous=candidate)
 
-            verdict = gate.evaluate(baseline, candidate, cfg.gate, rerun=rerun)
+            verdict, baseline, note = gate.decide(cfg, baseline, candidate,
+                                                  subset_ids=[c.id for c in ev.golden.cases], rerun=rerun)
+            if note:
+                ctx.console.notice(note)
         markdown = report.render_markdown(verdict, baseline, candidate, cfg.report)
         line = report.render_summary_line(verdict, title=cfg.report.title)
     except Exception as exc:

@@ -142,7 +142,7 @@ def cmd_baseline(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_gate(args: argparse.Namespace, out: TextIO) -> int:
     from rageval import gate, report
-    from rageval.runner import load_result, narrow_baseline, write_json
+    from rageval.runner import load_result, write_json, write_text
 
     cfg = load_config(args.config)
     baseline = load_result(args.baseline) if args.baseline else None
@@ -160,38 +160,20 @@ def cmd_gate(args: argparse.Namespace, out: TextIO) -> int:
         def rerun(case_ids: list[str] | None) -> dict[str, Any]:
             return ev.run(fresh=True, case_ids=case_ids, previous=candidate)
         subset_ids = [c.id for c in ev.golden.cases]
-    if baseline is not None:
-        # main's baseline may cover the whole golden set; compare on the candidate's subset
-        baseline = narrow_baseline(baseline, subset_ids)
-    gate_cfg = cfg.gate
-    if cfg.judge.min_agreement is not None:
-        from rageval.judging import judge_gate_allowed
-        allowed, why = judge_gate_allowed(cfg.judge)
-        if not allowed:
-            gate_cfg = _without_judge(gate_cfg)
-            out.write(f"note: judge_pass is not gated: {why}\n")
-    verdict = gate.evaluate(baseline, candidate, gate_cfg, rerun=rerun)
+    verdict, baseline, note = gate.decide(cfg, baseline, candidate, subset_ids=subset_ids, rerun=rerun)
+    if note:
+        out.write(f"note: {note}\n")
     markdown = report.render_markdown(verdict, baseline, candidate, cfg.report)
     if args.out:
         write_json(args.out, verdict.to_dict())
     if args.report_md:
-        _write_text(args.report_md, markdown)
+        write_text(args.report_md, markdown)
     if args.candidate_out and not args.candidate:
         write_json(args.candidate_out, candidate)
     out.write(report.render_summary_line(verdict, title=cfg.report.title) + "\n")
     for reason in verdict.reasons:
         out.write(f"  {'BLOCK' if reason.blocking else 'note '} {reason.message}\n")
     return EXIT_BLOCKED if verdict.blocked else EXIT_OK
-
-
-def _without_judge(g: Any) -> Any:
-    """The gate config minus every judge_pass threshold (the judge is not trusted yet)."""
-    from dataclasses import replace
-
-    from rageval.config import SliceGate
-    drop = lambda m: {k: v for k, v in m.items() if k != "judge_pass"}  # noqa: E731
-    return replace(g, floors=drop(g.floors), max_drop=drop(g.max_drop),
-                   slices={k: SliceGate(drop(s.floors), drop(s.max_drop)) for k, s in g.slices.items()})
 
 
 def cmd_judge_agreement(args: argparse.Namespace, out: TextIO) -> int:
@@ -241,21 +223,10 @@ def cmd_report(args: argparse.Namespace, out: TextIO) -> int:
     candidate = load_result(args.candidate)
     markdown = report.render_markdown(verdict, baseline, candidate, cfg.report)
     if args.out:
-        _write_text(args.out, markdown)
+        write_text(args.out, markdown)
     else:
         out.write(markdown)
     return EXIT_OK
-
-
-def _write_text(path: str, text: str) -> None:
-    import os
-    import tempfile
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, target)
 
 
 def make_parser() -> argparse.ArgumentParser:

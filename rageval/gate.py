@@ -59,12 +59,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from types import MappingProxyType
 from typing import Any
 
 from rageval import stats
-from rageval.config import GateConfig
+from rageval.config import Config, GateConfig, SliceGate
 from rageval.errors import BaselineError, ConfigError, RagevalError
 from rageval.golden import slice_labels
 from rageval.metrics.base import parse_metric
@@ -846,3 +846,35 @@ def _noise(ctx: _Context, metrics: Sequence[str]) -> dict[str, dict[str, float]]
         out[metric] = {"sigma_baseline": sb, "sigma_candidate": sc, "sigma_diff": sd,
                        "band": ctx.cfg.noise_k * sd}
     return out
+
+
+# --- the decision as `rageval gate` and the Action make it ------------------------------------
+
+def without_judge(cfg: GateConfig) -> GateConfig:
+    """``cfg`` minus every judge_pass threshold (overall and per slice)."""
+    def drop(thresholds: Mapping[str, float]) -> dict[str, float]:
+        return {k: v for k, v in thresholds.items() if k != "judge_pass"}
+    return replace(cfg, floors=drop(cfg.floors), max_drop=drop(cfg.max_drop),
+                   slices={k: SliceGate(drop(s.floors), drop(s.max_drop)) for k, s in cfg.slices.items()})
+
+
+def decide(cfg: Config, baseline: Mapping[str, Any] | None, candidate: Mapping[str, Any], *,
+           subset_ids: Sequence[str], rerun: RerunFn | None = None) -> tuple[Verdict, Mapping[str, Any] | None, str | None]:
+    """Gate ``candidate`` the way both `rageval gate` and the Action do.
+
+    Main's baseline may cover the whole golden set while a PR runs a subset: it is narrowed to
+    ``subset_ids`` first (a subset case the candidate lacks still counts as missing). While the
+    judge's measured agreement is below ``judge.min_agreement``, judge_pass is not gated.
+    Returns the verdict, the baseline as compared, and a note to show when the judge was left out.
+    """
+    from rageval.runner import narrow_baseline
+
+    if baseline is not None:
+        baseline = narrow_baseline(dict(baseline), list(subset_ids))
+    gate_cfg, note = cfg.gate, None
+    if cfg.judge.min_agreement is not None:
+        from rageval.judging import judge_gate_allowed
+        allowed, why = judge_gate_allowed(cfg.judge)
+        if not allowed:
+            gate_cfg, note = without_judge(cfg.gate), f"judge_pass is not gated: {why}"
+    return evaluate(baseline, candidate, gate_cfg, rerun=rerun), baseline, note

@@ -319,14 +319,19 @@ def git_sha(root: Path) -> str | None:
 # --- files --------------------------------------------------------------------------------
 
 def write_json(path: str | os.PathLike[str], data: dict[str, Any]) -> None:
-    """Write JSON atomically: a temp file in the same folder, then rename."""
+    """Write JSON atomically (see write_text)."""
+    write_text(path, json.dumps(data, ensure_ascii=False, indent=1) + "\n")
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write atomically: a temp file in the same folder, then rename, so a failed run never
+    leaves half a file where a results file or report used to be."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, ensure_ascii=False, indent=1)
-            fh.write("\n")
+            fh.write(text)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -27,7 +27,8 @@ from github_server import FakeGitHub
 from test_github import SPEC, check_contract
 
 from rageval import action, gate
-from rageval.action import get_input, main, narrow_baseline, parse_inputs, read_event, resolve_mode, write_output
+from rageval.action import get_input, main, parse_inputs, read_event, resolve_mode, write_output
+from rageval.runner import narrow_baseline
 from rageval.config import load_config
 from rageval.github import comment_marker
 from rageval.runner import prepare, run_repeats, write_json

@@ -132,3 +132,16 @@ def test_near_floor_triggers_exactly_one_rerun_of_generation_only(tmp_path, run_
     assert verdict["reran"]["runs"]["pass_rate"] == [0.95, 1.0]
     assert code == 0                                # the mean 0.975 clears the floor
     assert verdict["verdict"] == "pass"
+
+
+def test_judge_is_not_gated_while_its_agreement_is_unmeasured(seed_project, run_cli, tmp_path):
+    cfg = seed_project["chunk-200"]
+    text = cfg.read_text(encoding="utf-8").replace("floors: {hit@3: 0.95, mrr@5: 0.85}",
+                                                   "floors: {hit@3: 0.95, mrr@5: 0.85, judge_pass: 0.9}")
+    cfg.write_text(text, encoding="utf-8")
+    code, stdout, _ = run_cli("gate", "--config", cfg)
+    assert code == 1                                  # judge_pass n/a under a floor blocks
+    cfg.write_text(text + "judge: {min_agreement: 0.8}\n", encoding="utf-8")
+    code, stdout, _ = run_cli("gate", "--config", cfg)
+    assert code == 0, stdout
+    assert "note: judge_pass is not gated" in stdout and "agreement" in stdout
