@@ -212,7 +212,7 @@ def cmd_report(args: argparse.Namespace, out: TextIO) -> int:
 
     from rageval import report
     from rageval.gate import Verdict
-    from rageval.runner import load_result
+    from rageval.runner import load_result, write_text
 
     cfg = load_config(args.config)
     try:

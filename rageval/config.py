@@ -155,19 +155,27 @@ class Config:
         """The resolved config as plain JSON: paths relative to the config folder, no secrets
         (only the *name* of the API key variable is ever stored)."""
         data = _plain(asdict(self), self.root)
-        # header values may carry tokens: keep ${ENV} references, hide literal values
-        data["app"]["headers"] = {k: v if re.fullmatch(r"[^$]*(\$\{[A-Za-z_][A-Za-z0-9_]*\}[^$]*)+", v) and
-                                  not re.sub(r"\$\{[^}]*\}", "", v).strip(" :") .replace("Bearer", "").strip() else "***"
-                                  for k, v in data["app"]["headers"].items()}
+        data["app"]["headers"] = {k: _header_for_results(v) for k, v in data["app"]["headers"].items()}
         return data
 
     def fingerprint(self) -> str:
         return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
+#: ``${NAME}``: an environment variable resolved at call time (http app headers).
+ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _header_for_results(value: str) -> str:
+    """Header values may carry tokens: keep ``${ENV}`` references (with an optional Bearer
+    scheme), hide any literal value."""
+    literal = ENV_REF.sub("", value)
+    return value if ENV_REF.search(value) and not literal.replace("Bearer", "").strip(" :") else "***"
+
+
 def _plain(value: Any, root: Path) -> Any:
     if isinstance(value, dict):
-        return {k: _plain(v, root) for k, v in value.items() if k != "path" or not isinstance(v, Path) or v != root}
+        return {k: _plain(v, root) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_plain(v, root) for v in value]
     if isinstance(value, Path):

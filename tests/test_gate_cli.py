@@ -145,3 +145,15 @@ def test_judge_is_not_gated_while_its_agreement_is_unmeasured(seed_project, run_
     code, stdout, _ = run_cli("gate", "--config", cfg)
     assert code == 0, stdout
     assert "note: judge_pass is not gated" in stdout and "agreement" in stdout
+
+
+def test_report_rerenders_the_markdown_from_saved_files(seed_project, run_cli, tmp_path):
+    base, cand, verdict = tmp_path / "b.json", tmp_path / "c.json", tmp_path / "v.json"
+    run_cli("baseline", "--config", seed_project["chunk-200"], "--out", base)
+    run_cli("gate", "--config", seed_project["chunk-800"], "--baseline", base, "--out", verdict,
+            "--report-md", tmp_path / "gate.md", "--candidate-out", cand)
+    out = tmp_path / "again.md"
+    code, _, stderr = run_cli("report", "--config", seed_project["chunk-800"], "--verdict", verdict,
+                              "--baseline", base, "--candidate", cand, "--out", out)
+    assert code == 0, stderr
+    assert out.read_text(encoding="utf-8") == (tmp_path / "gate.md").read_text(encoding="utf-8")

@@ -5,17 +5,16 @@ call time and never stored in results."""
 from __future__ import annotations
 
 import os
-import re
 import time
 from collections.abc import Mapping
 
 import requests
 
 from rageval.apps import Trace, request_for, trace_from_dict
+from rageval.config import ENV_REF
 from rageval.errors import DatasetError
 from rageval.golden import Case
 
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 class HttpApp:
@@ -25,7 +24,7 @@ class HttpApp:
                  env: Mapping[str, str] = os.environ) -> None:
         self.url, self.timeout_s = url, timeout_s
         self.name = f"http:{url}"
-        self._headers = {k: _ENV_REF.sub(lambda m: env.get(m.group(1), ""), v) for k, v in (headers or {}).items()}
+        self._headers = {k: ENV_REF.sub(lambda m: env.get(m.group(1), ""), v) for k, v in (headers or {}).items()}
         self._session = requests.Session()
 
     def answer(self, case: Case, *, fresh: bool = False, previous: Trace | None = None) -> Trace:
