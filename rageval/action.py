@@ -577,7 +577,7 @@ def _run_gate(ctx: _Context) -> int:
 
 def _run_baseline(ctx: _Context) -> int:
     """baseline: run every case ``repeats`` times and write the RunResult for upload."""
-    from rageval.cli import format_summary
+    from rageval.cli import format_noise, format_summary
     from rageval.runner import prepare, run_repeats
 
     cfg = _load(ctx)
@@ -586,13 +586,7 @@ def _run_baseline(ctx: _Context) -> int:
     with ctx.console.group(f"rageval baseline: {len(ev.golden.cases)} cases × {ctx.inputs.repeats} repeats"):
         result = run_repeats(ev, ctx.inputs.repeats, progress=_Progress(ctx.console, "rageval baseline"))
     table = format_summary(result)
-    noise = result.get("noise") or {}
-    if noise.get("deterministic"):
-        noise_line = "Noise: 0 (deterministic pipeline, ran once)."
-    else:
-        shown = ", ".join(f"{k} σ={v:.3f}" for k, v in (noise.get("sigma") or {}).items() if v)
-        noise_line = (f"Noise over {noise.get('runs_executed')} runs: {shown or 'none measured'}; flaky cases: "
-                      f"{', '.join(result.get('flaky') or []) or 'none'}.")
+    noise_line = format_noise(result)
     ctx.console.log(table)
     ctx.console.log(noise_line)
     golden = result["golden"]

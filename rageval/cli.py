@@ -70,6 +70,17 @@ def format_summary(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def format_noise(result: dict[str, Any]) -> str:
+    """One line on the noise a baseline measured (σ per metric, flaky cases)."""
+    noise = result.get("noise") or {}
+    if noise.get("deterministic"):
+        return (f"noise: 0 (deterministic pipeline: retrieval and generation make no model call, "
+                f"so {result.get('repeats')} repeats would be identical; ran once)")
+    shown = ", ".join(f"{k} σ={v:.3f}" for k, v in (noise.get("sigma") or {}).items() if v)
+    return (f"noise over {noise.get('runs_executed')} runs: {shown or 'none measured'}; "
+            f"flaky cases: {', '.join(result.get('flaky') or []) or 'none'}")
+
+
 def _fmt(value: Any, name: str = "") -> str:
     if value is None:
         return "n/a"
@@ -127,15 +138,7 @@ def cmd_baseline(args: argparse.Namespace, out: TextIO) -> int:
     ev = build_evaluation(cfg, args.subset, None)
     result = run_repeats(ev, args.repeats, progress=ProgressPrinter("rageval baseline"))
     write_json(args.out, result)
-    out.write(format_summary(result) + "\n")
-    noise = result["noise"]
-    if noise["deterministic"]:
-        out.write(f"noise: 0 (deterministic pipeline: retrieval and generation make no model call, "
-                  f"so {args.repeats} repeats would be identical; ran once)\n")
-    else:
-        shown = ", ".join(f"{k} σ={v:.3f}" for k, v in noise["sigma"].items() if v)
-        out.write(f"noise over {noise['runs_executed']} runs: {shown or 'none measured'}; "
-                  f"flaky cases: {', '.join(result['flaky']) or 'none'}\n")
+    out.write(format_summary(result) + "\n" + format_noise(result) + "\n")
     out.write(f"wrote {args.out}\n")
     return EXIT_OK
 
