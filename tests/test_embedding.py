@@ -24,19 +24,14 @@ from rageval.embedding import (
 )
 from rageval.errors import ConfigError, ModelError
 from rageval.index import VectorIndex
+from seed_data import POLICY
 
 REPO = Path(__file__).resolve().parents[1]
 
 # The BanHang return policy, sections DT-1..DT-6 (from the seed article), plus three made-up
 # sections on shipping and warranty so the policy is not alone in the corpus.
 CORPUS = {
-    "DT-1": "Khách được đổi hoặc trả hàng trong 7 ngày kể từ ngày nhận hàng. Hàng phải còn tem, nhãn và hóa đơn.",
-    "DT-2": "Điện thoại, laptop, máy tính bảng lỗi do nhà sản xuất được đổi máy mới trong 7 ngày. "
-            "Sau đó máy được bảo hành 12 tháng tại hãng.",
-    "DT-3": "Thành viên BanHang Plus được đổi trả hàng thời trang trong 30 ngày.",
-    "DT-4": "Tiền hoàn về phương thức thanh toán ban đầu trong 5 ngày làm việc sau khi kho nhận hàng trả.",
-    "DT-5": "Đổi trả do lỗi của BanHang được miễn phí vận chuyển. Khách đổi ý chịu phí vận chuyển 30.000 đồng.",
-    "DT-6": "Thực phẩm, đồ lót và thẻ quà tặng không được đổi trả.",
+    **{sid: text for sid, text in POLICY.items() if sid.startswith("DT-")},
     "VC-1": "Đơn hàng nội thành được giao trong 1 đến 2 ngày, đơn đi tỉnh trong 3 đến 5 ngày. "
             "Khách nhận hàng kiểm tra và ký xác nhận với nhân viên giao hàng.",
     "VC-2": "Phí vận chuyển tiêu chuẩn là 25.000 đồng mỗi đơn. Đơn hàng từ 300.000 đồng được miễn phí giao hàng.",
