@@ -212,15 +212,22 @@ MSG_CHOICE = "{path}{where}: '{key}' must be one of {choices}, got {got!r}."
 MSG_REQUIRED = "{path}: missing required key '{key}'. Add e.g. `{example}`."
 
 
+def parse_yaml(text: str) -> tuple[Any, yaml.Node | None]:
+    """Parse YAML once (safe loader): the data, and the node tree that knows every line number
+    (for error messages). Raises yaml.YAMLError like yaml.safe_load."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        return (loader.construct_document(node) if node is not None else None), node
+    finally:
+        loader.dispose()
+
+
 class _Located:
     """Line numbers of every mapping key in a YAML document, by dotted path."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, node: yaml.Node | None) -> None:
         self.lines: dict[str, int] = {}
-        try:
-            node = yaml.compose(text, Loader=yaml.SafeLoader)
-        except yaml.YAMLError:
-            return
         self._walk(node, "")
 
     def _walk(self, node: Any, prefix: str) -> None:
@@ -320,16 +327,16 @@ def load_config(path: str | os.PathLike[str] = DEFAULT_CONFIG) -> Config:
         raise ConfigError(MSG_NOT_FOUND.format(path=path))
     text = path.read_text(encoding="utf-8")
     try:
-        raw = yaml.safe_load(text)
+        raw, node = parse_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark else "?"
         raise ConfigError(MSG_YAML.format(path=path, line=line, problem=getattr(exc, "problem", exc))) from None
-    return config_from_dict(raw, path.resolve(), located=_Located(text))
+    return config_from_dict(raw, path.resolve(), located=_Located(node))
 
 
 def config_from_dict(raw: Any, path: Path, *, located: _Located | None = None) -> Config:
-    r = _Reader(path, located or _Located(""))
+    r = _Reader(path, located or _Located(None))
     data = r.mapping(raw, "(top level)")
     r.check_keys(data, TOP_LEVEL_KEYS, "")
     for key, example in (("golden", "golden: golden.yaml"), ("corpus", "corpus: docs/*.md")):

@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from rageval.config import parse_yaml
 from rageval.errors import DatasetError, did_you_mean
 
 CASE_KEYS = ("id", "question", "expected_sections", "expected_answer", "source", "slice", "tags",
@@ -119,12 +120,12 @@ def load_golden(path: str | Path) -> GoldenSet:
             raise DatasetError(f"{path}: line {exc.lineno}: not valid JSON: {exc.msg}. Fix the syntax there.") from None
     else:
         try:
-            raw = yaml.safe_load(text)
+            raw, node = parse_yaml(text)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f"line {mark.line + 1}: " if mark else ""
             raise DatasetError(f"{path}: {where}not valid YAML: {getattr(exc, 'problem', exc)}. Fix the syntax there.") from None
-        lines = _case_lines(text)
+        lines = _case_lines(node)
     sha = hashlib.sha256(raw_bytes).hexdigest()
     if isinstance(raw, list):  # the seeds' flat golden.json
         return GoldenSet(name=path.stem, version=1, sha256=sha, path=path,
@@ -153,12 +154,8 @@ def load_golden(path: str | Path) -> GoldenSet:
                      cases=_cases(raw["cases"], path, lines), changelog=str(changelog))
 
 
-def _case_lines(text: str) -> list[int | None]:
+def _case_lines(node: yaml.Node | None) -> list[int | None]:
     """Line number of each entry of `cases:` (YAML), for error messages."""
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
-        return []
     if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
             if key.value == "cases" and isinstance(value, yaml.SequenceNode):
