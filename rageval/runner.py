@@ -1,6 +1,6 @@
 """Run an App over the golden cases concurrently, score every case, aggregate → RunResult.
 
-The RunResult is a plain JSON-able dict (schema in docs/runresult.md); ``write_result`` writes it
+The RunResult is a plain JSON-able dict (schema in docs/runresult.md); ``write_json`` writes it
 atomically so a failed run never leaves half a file.
 """
 
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rageval import __version__
-from rageval.apps import Trace
+from rageval.apps import Trace, trace_from_dict
 from rageval.config import Config
 from rageval.corpus import Corpus, load_corpus
 from rageval.errors import BaselineError, RagevalError
@@ -28,13 +28,13 @@ from rageval.metrics.base import ERROR, FAIL, PASS, SKIPPED, CheckResult
 from rageval.metrics.numbers import check_numbers
 from rageval.metrics.retrieval import case_metrics, first_relevant_rank
 from rageval.metrics.rules import check_must_include, check_must_not_include, check_refusal
+from rageval.text import count_tokens
 
 SCHEMA_VERSION = 1
 Progress = Callable[[int, int], None]
 #: check name -> the summary rate it feeds
 RATE_OF_CHECK = {"numbers": "numbers_pass", "refusal": "refusal_pass", "judge": "judge_pass"}
 RULE_CHECKS = ("must_include", "must_not_include")
-MODEL_CHECKS = ("judge", "faithfulness")
 
 
 class CaseJudge:
@@ -111,7 +111,6 @@ class Evaluation:
 def _trace_of(case_dict: dict[str, Any] | None) -> Trace | None:
     if not case_dict:
         return None
-    from rageval.apps import trace_from_dict
     data = {k: case_dict.get(k) for k in ("id", "answer", "retrieved", "usage", "latency_ms", "error")}
     return trace_from_dict(data, f"previous result of case {case_dict['id']}")
 
@@ -129,8 +128,6 @@ def prepare(cfg: Config, *, subset: str | None = None, app_spec: str | None = No
     golden.check_sections(corpus.ids())
     chosen = golden.subset(subset)
     if client is None and needs_model(cfg):
-        import os
-
         from rageval.llm import LLMClient
         client = LLMClient(cfg.llm, env=env if env is not None else os.environ)
     if judge is None and cfg.judge.model:
@@ -166,21 +163,23 @@ def make_app(cfg: Config, corpus: Corpus, app_spec: str | None, client: Any) -> 
 
 def score_case(case: Case, trace: Trace, corpus: Corpus, cfg: Config, judge: CaseJudge) -> dict[str, Any]:
     expected = set(case.expected_sections)
+    # chunk sizes: as the app reported them, else counted with our tokenizer
+    tokens = None if trace.retrieved is None else [
+        r.tokens if r.tokens is not None else count_tokens(r.text) for r in trace.retrieved]
     out: dict[str, Any] = {
         "id": case.id, "question": case.question, "expected_answer": case.expected_answer,
         "expected_sections": list(case.expected_sections), "slice": dict(case.slice), "tags": list(case.tags),
         "out_of_scope": case.out_of_scope, "answer": trace.answer,
         "retrieved": None if trace.retrieved is None else [r.to_dict() for r in trace.retrieved],
-        "context_tokens": _context_tokens(trace), "first_relevant_rank": None, "metrics": {},
+        "context_tokens": None if tokens is None else sum(tokens[: len(trace.context)]), "first_relevant_rank": None, "metrics": {},
         "checks": {}, "passed": None, "failures": [], "error": trace.error,
         "usage": dict(trace.usage), "latency_ms": trace.latency_ms,
     }
     if trace.error:
         return out
     checks: dict[str, CheckResult] = {}
-    if trace.retrieved is not None and expected:
+    if trace.retrieved is not None and tokens is not None and expected:
         ranking = [set(r.sections) for r in trace.retrieved]
-        tokens = [r.tokens if r.tokens is not None else _tok(r.text) for r in trace.retrieved]
         out["metrics"] = {k: round(v, 6) for k, v in case_metrics(cfg.metric_names(), ranking, tokens, expected).items()}
         rank = first_relevant_rank(ranking, expected)
         out["first_relevant_rank"] = rank
@@ -208,17 +207,6 @@ def score_case(case: Case, trace: Trace, corpus: Corpus, cfg: Config, judge: Cas
     out["failures"] = [f"{name}: {c.reason}" for name, c in checks.items() if c.status == FAIL]
     out["passed"] = not out["failures"]
     return out
-
-
-def _tok(text: str) -> int:
-    from rageval.text import count_tokens
-    return count_tokens(text)
-
-
-def _context_tokens(trace: Trace) -> int | None:
-    if trace.retrieved is None:
-        return None
-    return sum(r.tokens if r.tokens is not None else _tok(r.text) for r in trace.context)
 
 
 # --- aggregation --------------------------------------------------------------------------
