@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import jinja2
 
 from rageval.apps import Retrieved
-from rageval.errors import ConfigError
+from rageval.errors import ConfigError, ModelError
 from rageval.text import fold, sentences
 
 DECLINE = "Tài liệu không đề cập thông tin này."
@@ -126,7 +126,6 @@ class ChatGenerator:
                               "(each with chunk_id, sections, text).") from None
 
     def generate(self, question: str, chunks: Sequence[Retrieved], *, case_id: str, fresh: bool = False) -> Generated:
-        from rageval.errors import ModelError
         messages = [{"role": "user", "content": self.render(question, chunks)}]
         try:
             result = self.client.chat(messages, model=self.model, temperature=self.temperature, seed=self.seed,

@@ -14,6 +14,7 @@ from rageval.chunking import Chunk, chunk_corpus
 from rageval.config import Config
 from rageval.corpus import Corpus
 from rageval.embedding import make_embedder
+from rageval.errors import ConfigError
 from rageval.generation import ChatGenerator, ExtractiveGenerator, Generated, Generator
 from rageval.golden import Case
 from rageval.index import VectorIndex
@@ -70,10 +71,8 @@ def make_generator(cfg: Config, client: Any) -> Generator | None:
     if g.provider == "extractive":
         return ExtractiveGenerator(g.max_sentences)
     if client is None:
-        from rageval.errors import ConfigError
         raise ConfigError(f"{cfg.path}: generation.provider is openai but no model client could be built; "
                           "check the llm: section.")
     if g.model is None or g.prompt is None:  # config validation guarantees both; keep the check honest
-        from rageval.errors import ConfigError
         raise ConfigError(f"{cfg.path}: generation.provider openai needs generation.model and generation.prompt.")
     return ChatGenerator(client, g.model, g.prompt, g.temperature, g.max_tokens, g.seed)
