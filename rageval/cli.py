@@ -92,9 +92,12 @@ def _fmt(value: Any, name: str = "") -> str:
 # --- commands -----------------------------------------------------------------------------
 
 def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
+    from rageval import lifecycle
     from rageval.chunking import chunk_corpus
     from rageval.corpus import load_corpus
+    from rageval.errors import DatasetError
     from rageval.golden import load_golden
+    from rageval.runner import load_result
 
     cfg = load_config(args.config)
     golden = load_golden(cfg.golden)
@@ -106,9 +109,47 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     if cfg.app.type == "replay" and cfg.app.path is not None:
         from rageval.apps.replay import load_traces
         load_traces(cfg.app.path)
+
+    # version discipline: against the baseline RunResult and/or the file as committed at a git ref
+    now = lifecycle.reference_from_golden(golden, "the working copy")
+    problems: list[str] = []
+    checked: list[str] = []
+    if args.baseline:
+        before = lifecycle.reference_from_result(load_result(args.baseline), f"the baseline {args.baseline}")
+        if before is None:
+            out.write(f"note: {args.baseline} has no golden snapshot (written by an older rageval); "
+                      "version discipline not checked against it\n")
+        else:
+            problems += lifecycle.version_problems(before, now, str(golden.path))
+            checked.append(before.label)
+    if not args.no_git:
+        ref = args.against or lifecycle.default_git_ref()
+        before, why = lifecycle.reference_from_git(cfg.golden, ref)
+        if before is None:
+            out.write(f"note: version discipline not checked against git: {why}\n")
+        else:
+            problems += [p for p in lifecycle.version_problems(before, now, str(golden.path)) if p not in problems]
+            checked.append(before.label)
+    if problems:
+        raise DatasetError("\n".join(problems))
+
+    gc = cfg.golden_checks
+    leaks = []
+    if gc.leaks != "off":
+        places = lifecycle.leak_places(cfg.generation.prompt, gc.leak_files, corpus, cfg.root)
+        leaks = lifecycle.find_leaks(golden.cases, places, gc.leak_overlap)
+        if leaks and gc.leaks == "fail":
+            raise DatasetError("\n".join(f"{cfg.golden}: {x.message()}" for x in leaks),
+                               tip="golden_checks.leaks is 'fail'; set it to 'warn' to report leaks without failing.")
     out.write(f"ok: {cfg.path.name}: golden set {golden.name} v{golden.version} ({len(golden.cases)} cases), "
               f"corpus {len(corpus.sections)} sections in {len(corpus.files)} files → {len(chunks)} chunks "
               f"of ≤{cfg.chunking.size} tokens\n")
+    if checked:
+        out.write(f"ok: version {golden.version} is consistent with {' and '.join(checked)}\n")
+    for leak in leaks:
+        out.write(f"warning: {leak.message()}\n")
+    cov = lifecycle.coverage(golden, corpus.ids(), cfg.gate.slices, gc.min_cases_per_section)
+    out.write("\n".join(lifecycle.coverage_lines(cov)) + "\n")
     return EXIT_OK
 
 
@@ -244,6 +285,10 @@ def make_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("validate", help="check config, golden set and corpus; exit 0 or 2")
     common(p)
+    p.add_argument("--baseline", default=None, help="also hold the golden set's version to this baseline RunResult")
+    p.add_argument("--against", default=None, metavar="REF",
+                   help="git ref holding the previous golden set (default origin/$GITHUB_BASE_REF, else HEAD)")
+    p.add_argument("--no-git", action="store_true", help="do not compare with the golden set committed in git")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("run", help="run the eval once and write a RunResult")

@@ -120,6 +120,15 @@ class ChecksConfig:
 
 
 @dataclass(frozen=True)
+class GoldenChecksConfig:
+    leaks: str = "warn"                   # warn | fail | off: golden questions found in prompt, few-shot or corpus
+    leak_overlap: float = 0.8             # share of a question's word 3-grams found in one place to call it a leak
+    leak_files: tuple[Path, ...] = ()     # more places examples live (few-shot files, system prompts)
+    policy_drift: str = "block"           # block | warn | off: a source section's numbers changed, a case did not
+    min_cases_per_section: int = 2        # coverage: sections with fewer cases are listed
+
+
+@dataclass(frozen=True)
 class ReportConfig:
     max_cases: int = 25                   # pass→fail cases shown in full before "…and N more"
     title: str = "RAG eval gate"
@@ -139,6 +148,7 @@ class Config:
     llm: LLMConfig = field(default_factory=LLMConfig)
     gate: GateConfig = field(default_factory=GateConfig)
     checks: ChecksConfig = field(default_factory=ChecksConfig)
+    golden_checks: GoldenChecksConfig = field(default_factory=GoldenChecksConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
 
     @property
@@ -194,13 +204,16 @@ PROVIDERS = {
     "generation.provider": ("extractive", "openai", "none"),
     "gate.missing_baseline": ("floors_only", "fail"),
     "gate.errors": ("fail", "ignore"),
+    "golden_checks.leaks": ("warn", "fail", "off"),
+    "golden_checks.policy_drift": ("block", "warn", "off"),
 }
 ZERO_TOLERANCE_RULES = ("numbers",)
 
 _SECTIONS: dict[str, type] = {
     "app": AppConfig, "chunking": ChunkingConfig, "embedding": EmbeddingConfig,
     "retrieval": RetrievalConfig, "generation": GenerationConfig, "judge": JudgeConfig,
-    "llm": LLMConfig, "gate": GateConfig, "checks": ChecksConfig, "report": ReportConfig,
+    "llm": LLMConfig, "gate": GateConfig, "checks": ChecksConfig, "golden_checks": GoldenChecksConfig,
+    "report": ReportConfig,
 }
 TOP_LEVEL_KEYS = ("golden", "corpus", *_SECTIONS)
 
@@ -465,13 +478,28 @@ def config_from_dict(raw: Any, path: Path, *, located: _Located | None = None) -
             except ValueError as exc:
                 raise r.fail("{path}{where}: " + key + ": " + str(exc).replace("{", "{{").replace("}", "}}"), key) from None
 
+    gc = sec["golden_checks"]
+    golden_checks = GoldenChecksConfig(
+        leaks=r.choice(gc.get("leaks", "warn"), "golden_checks.leaks"),
+        leak_overlap=float(r.typed(gc.get("leak_overlap", 0.8), "golden_checks.leak_overlap", "rate")),
+        leak_files=tuple(r.relpath(f, "golden_checks.leak_files")
+                         for f in r.str_list(gc.get("leak_files", []), "golden_checks.leak_files")),
+        policy_drift=r.choice(gc.get("policy_drift", "block"), "golden_checks.policy_drift"),
+        min_cases_per_section=r.typed(gc.get("min_cases_per_section", 2), "golden_checks.min_cases_per_section",
+                                      "nonnegint"),
+    )
+    for leak_file in golden_checks.leak_files:
+        if not leak_file.is_file():
+            raise r.fail("{path}{where}: golden_checks.leak_files: {p} not found (paths are relative to the config file).",
+                         "golden_checks.leak_files", p=leak_file)
+
     rp = sec["report"]
     report = ReportConfig(max_cases=r.typed(rp.get("max_cases", 25), "report.max_cases", "posint"),
                           title=r.typed(rp.get("title", "RAG eval gate"), "report.title", "str"))
 
     return Config(path=path, golden=golden, corpus=corpus, app=app, chunking=chunking, embedding=embedding,
                   retrieval=retrieval, generation=generation, judge=judge, llm=llm, gate=gate, checks=checks,
-                  report=report)
+                  golden_checks=golden_checks, report=report)
 
 
 def _command(r: _Reader, value: Any) -> tuple[str, ...] | None:

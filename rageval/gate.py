@@ -24,6 +24,13 @@
 * **missing cases** — a baseline case that passed and that the candidate did not answer is a
   pass→fail case ("missing in candidate") and blocks.
 
+``decide`` (what the CLI and the Action call) adds the golden set's own checks, from the
+snapshots both RunResults carry (see rageval/lifecycle.py): **policy drift** — a source section
+no longer states a number a case still expects (``golden_checks.policy_drift``: block / warn /
+off) — and **leaks** of golden questions into the prompt, few-shot files or corpus
+(``golden_checks.leaks``: warn / fail / off). ``verdict.golden`` also carries the golden diff
+(cases added / removed / changed, the changelog line) and coverage.
+
 Comparisons below ``1e-9`` are treated as equal, so a drop of exactly ``max_drop`` passes.
 
 **Re-runs** (the caller executes; the gate decides what): ``rerun(None)`` re-runs the whole
@@ -90,6 +97,9 @@ RULE_LABELS: dict[str, str] = {
     "zero_tolerance": "zero tolerance",
     "errors": "errors",
     "missing_cases": "missing cases",
+    "policy_drift": "policy drift",
+    "golden_version": "golden set version",
+    "leak": "golden leak",
 }
 
 MSG_BAD_RUN = ("{what}: {problem}. Expected a RunResult dict (schema_version 1, see docs/runresult.md); "
@@ -877,4 +887,58 @@ def decide(cfg: Config, baseline: Mapping[str, Any] | None, candidate: Mapping[s
         allowed, why = judge_gate_allowed(cfg.judge)
         if not allowed:
             gate_cfg, note = without_judge(cfg.gate), f"judge_pass is not gated: {why}"
-    return evaluate(baseline, candidate, gate_cfg, rerun=rerun), baseline, note
+    verdict = evaluate(baseline, candidate, gate_cfg, rerun=rerun)
+    return with_golden_checks(verdict, cfg, baseline, candidate), baseline, note
+
+
+def golden_checks(cfg: Config, baseline: Mapping[str, Any] | None, candidate: Mapping[str, Any]
+                  ) -> tuple[list[Reason], dict[str, Any]]:
+    """Reasons from policy drift and leaks, and what the report shows about the golden set:
+    ``diff`` (None when the baseline has no golden snapshot), ``changelog``, ``section_changes``,
+    ``leaks``, ``coverage``."""
+    from rageval import lifecycle
+
+    reasons: list[Reason] = []
+    cand_golden = candidate.get("golden") or {}
+    base_golden = (baseline or {}).get("golden") or {}
+    cand_cases = cand_golden.get("cases") if isinstance(cand_golden.get("cases"), Mapping) else None
+    base_cases = base_golden.get("cases") if isinstance(base_golden.get("cases"), Mapping) else None
+    info: dict[str, Any] = {"diff": None, "changelog": cand_golden.get("changelog") or "",
+                            "section_changes": [], "leaks": [], "coverage": None}
+    if cand_cases is not None and base_cases is not None:
+        info["diff"] = lifecycle.golden_diff(base_cases, cand_cases)
+        before = lifecycle.reference_from_result(baseline or {}, "the baseline")
+        after = lifecycle.reference_from_result(candidate, "this PR")
+        if before is not None and after is not None:
+            reasons += [Reason("golden_version", message, True) for message in lifecycle.version_problems(
+                before, after, str(cand_golden.get("path") or "golden set"), quote=False)]
+    base_sections = ((baseline or {}).get("corpus") or {}).get("sections")
+    cand_sections = (candidate.get("corpus") or {}).get("sections")
+    mode = cfg.golden_checks.policy_drift
+    if mode != "off" and cand_cases is not None and isinstance(base_sections, Mapping) \
+            and isinstance(cand_sections, Mapping):
+        changes, drifts = lifecycle.policy_drift(base_sections, cand_sections, cand_cases)
+        info["section_changes"] = [{"section": c.section, "removed": list(c.removed), "added": list(c.added),
+                                    "cases": list(c.cases)} for c in changes]
+        reasons += [Reason("policy_drift", message, mode == "block", slice=section, value=names)
+                    for section, message, names in lifecycle.drift_messages(drifts)]
+    checks = candidate.get("golden_checks") or {}
+    leaks = checks.get("leaks") or []
+    if cfg.golden_checks.leaks != "off":
+        info["leaks"] = leaks
+        reasons += [Reason("leak", lifecycle.Leak(x["case"], x["where"], x["overlap"], x["holdout"]).message(),
+                           cfg.golden_checks.leaks == "fail", case=None if x["holdout"] else x["case"],
+                           value=x["overlap"]) for x in leaks]
+    info["coverage"] = checks.get("coverage")
+    return reasons, info
+
+
+def with_golden_checks(verdict: Verdict, cfg: Config, baseline: Mapping[str, Any] | None,
+                       candidate: Mapping[str, Any]) -> Verdict:
+    """``verdict`` plus the golden set's checks (``golden_checks``): blocking ones turn it to fail."""
+    extra, info = golden_checks(cfg, baseline, candidate)
+    reasons = tuple(verdict.reasons) + tuple(extra)
+    blocked = any(r.blocking for r in reasons)
+    state = "fail" if blocked and verdict.state == "pass" else verdict.state
+    return replace(verdict, reasons=reasons, verdict="fail" if blocked else "pass", state=state,
+                   golden=_freeze({**_thaw(verdict.golden), **info}))

@@ -76,9 +76,25 @@ class GoldenSet:
     path: Path
     cases: tuple[Case, ...]
     changelog: str = ""
+    all_cases: tuple[Case, ...] = ()      # the whole file's cases when this is a subset
+
+    @property
+    def full(self) -> GoldenSet:
+        """The whole golden set this subset was cut from (itself when it is not a subset)."""
+        if not self.all_cases:
+            return self
+        return GoldenSet(self.name, self.version, self.sha256, self.path, self.all_cases, self.changelog)
 
     def by_id(self) -> dict[str, Case]:
         return {c.id: c for c in self.cases}
+
+    @property
+    def content_sha256(self) -> str:
+        """sha256 of what the whole set's cases say (name and cases, canonical JSON): comments, formatting,
+        ``version`` and ``changelog`` do not change it, an edited question or answer does."""
+        canonical = json.dumps({"dataset": self.name, "cases": [c.to_dict() for c in self.full.cases]},
+                               sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
     def subset(self, tag: str | None) -> GoldenSet:
         """Cases tagged ``tag``; all cases when tag is None or empty."""
@@ -87,7 +103,8 @@ class GoldenSet:
         chosen = tuple(c for c in self.cases if tag in c.tags)
         if not chosen:
             raise DatasetError(MSG_EMPTY_SUBSET.format(path=self.path, subset=tag))
-        return GoldenSet(self.name, self.version, self.sha256, self.path, chosen, self.changelog)
+        return GoldenSet(self.name, self.version, self.sha256, self.path, chosen, self.changelog,
+                         self.all_cases or self.cases)
 
     def check_sections(self, known: Iterable[str]) -> None:
         """Every expected section must exist in the corpus."""
@@ -99,7 +116,8 @@ class GoldenSet:
                         path=self.path, id=case.id, section=section, hint=did_you_mean(section, known)))
 
     def describe(self, subset: str | None = None) -> dict[str, Any]:
-        return {"name": self.name, "version": self.version, "sha256": self.sha256, "path": self.path.name,
+        return {"name": self.name, "version": self.version, "sha256": self.sha256,
+                "content_sha256": self.content_sha256, "path": self.path.name,
                 "subset": subset, "changelog": self.changelog}
 
 
@@ -107,7 +125,12 @@ def load_golden(path: str | Path) -> GoldenSet:
     path = Path(path)
     if not path.is_file():
         raise DatasetError(f"{path}: golden set not found. Check `golden:` in the config (paths are relative to it).")
-    raw_bytes = path.read_bytes()
+    return parse_golden(path.read_bytes(), path)
+
+
+def parse_golden(raw_bytes: bytes, path: Path) -> GoldenSet:
+    """A golden set from its file content; ``path`` names it in messages (and picks JSON by suffix),
+    so an older version read from git parses exactly like the working copy."""
     try:
         text = raw_bytes.decode("utf-8")
     except UnicodeDecodeError as exc:

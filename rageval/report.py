@@ -153,6 +153,40 @@ def _failing_checks(case: Mapping[str, Any] | None) -> list[str]:
             if isinstance(check, Mapping) and check.get("status") in ("fail", "error")]
 
 
+def _golden_changes(verdict: Verdict, baseline: Mapping[str, Any] | None, candidate: Mapping[str, Any],
+                    max_rows: int) -> dict[str, Any]:
+    """The golden diff, section changes and coverage as the template shows them; holdout cases as
+    counts only."""
+    diff = verdict.golden.get("diff") or {}
+    after = (candidate.get("golden") or {}).get("cases") or {}
+    before = ((baseline or {}).get("golden") or {}).get("cases") or {}
+
+    def hidden(case_id: str) -> bool:
+        return _holdout(after.get(case_id)) or _holdout(before.get(case_id))
+
+    def split(items: Sequence[Any], key: Any = lambda x: x) -> tuple[list[Any], int, int]:
+        shown = [x for x in items if not hidden(key(x))]
+        return shown[:max_rows], max(0, len(shown) - max_rows), len(items) - len(shown)
+
+    added, added_more, added_hidden = split(list(diff.get("added") or ()))
+    removed, removed_more, removed_hidden = split(list(diff.get("removed") or ()))
+    changed, changed_more, changed_hidden = split(list(diff.get("changed") or ()), lambda c: c["id"])
+    sections = []
+    for change in verdict.golden.get("section_changes") or ():
+        ids = [i for i in change["cases"] if not hidden(i)]
+        sections.append({**change, "shown": ids, "n_hidden": len(change["cases"]) - len(ids)})
+    coverage = verdict.golden.get("coverage")
+    return {
+        "gd_any": bool(added or removed or changed or added_hidden or removed_hidden or changed_hidden),
+        "gd_added": [{"id": i, "question": after[i].get("question")} for i in added],
+        "gd_added_more": added_more, "gd_added_hidden": added_hidden,
+        "gd_removed": removed, "gd_removed_more": removed_more, "gd_removed_hidden": removed_hidden,
+        "gd_changed": changed, "gd_changed_more": changed_more, "gd_changed_hidden": changed_hidden,
+        "gd_changelog": verdict.golden.get("changelog") or "",
+        "section_changes": sections[:max_rows], "coverage": coverage,
+    }
+
+
 def _headline(verdict: Verdict) -> str:
     reason = verdict.main_reason
     if reason is None:
@@ -245,6 +279,7 @@ def _context(verdict: Verdict, baseline: Mapping[str, Any] | None, candidate: Ma
         "cost": candidate.get("cost") or {}, "timings": candidate.get("timings") or {},
         "budget_stopped": sum(1 for c in candidate.get("cases", []) if "budget exceeded" in str(c.get("error") or "")),
         "answer_max": ANSWER_MAX_CHARS, "question_max": QUESTION_MAX_CHARS,
+        **_golden_changes(verdict, baseline, candidate, max_rows),
     }
 
 

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import cached_property
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,30 @@ class Evaluation:
     client: Any = None
     judge: CaseJudge = CaseJudge()
     index_seconds: float = 0.0
+
+    @cached_property
+    def golden_checks(self) -> dict[str, Any]:
+        """Leaks of golden questions and coverage of sections and slices (the whole golden set);
+        computed once per evaluation, recorded in every RunResult it builds."""
+        from rageval import lifecycle
+
+        gc = self.cfg.golden_checks
+        leaks = None
+        if gc.leaks != "off":
+            places = lifecycle.leak_places(self.cfg.generation.prompt, gc.leak_files, self.corpus, self.cfg.root)
+            leaks = [{"case": x.case, "where": x.where, "overlap": x.overlap, "holdout": x.holdout}
+                     for x in lifecycle.find_leaks(self.golden.full.cases, places, gc.leak_overlap)]
+        return {"leaks": leaks,
+                "coverage": lifecycle.coverage(self.golden, self.corpus.ids(), self.cfg.gate.slices,
+                                               gc.min_cases_per_section)}
+
+    @cached_property
+    def snapshots(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(golden cases, corpus sections) as the next run's policy-drift and golden-diff checks need them."""
+        from rageval import lifecycle
+
+        units = self.cfg.checks.units
+        return lifecycle.golden_snapshot(self.golden, units), lifecycle.corpus_snapshot(self.corpus, units)
 
     @property
     def deterministic(self) -> bool:
@@ -272,7 +297,10 @@ def build_result(ev: Evaluation, cases: list[dict[str, Any]], timings: dict[str,
         "tool": {"name": "rageval", "version": __version__},
         "created_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "git_sha": git_sha(ev.cfg.root),
-        "golden": {**ev.golden.describe(ev.subset), "n_total": len(ev.golden.cases)},
+        "golden": {**ev.golden.describe(ev.subset), "n_total": len(ev.golden.full.cases),
+                   "cases": ev.snapshots[0]},
+        "corpus": {"sections": ev.snapshots[1]},
+        "golden_checks": ev.golden_checks,
         "app": {"name": getattr(ev.app, "name", type(ev.app).__name__), "deterministic": ev.deterministic},
         "config": ev.cfg.to_dict(),
         "config_fingerprint": ev.cfg.fingerprint(),

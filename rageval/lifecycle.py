@@ -1,0 +1,376 @@
+"""The golden set over time: version discipline, the diff between two versions, policy drift,
+leaks of eval questions into what the model sees, and coverage.
+
+A gate is only as good as its golden set, and its failures are human: the policy changes and
+the golden set does not; a question leaks into the prompt's few-shot examples; a section has
+no case at all. Everything here is a pure function of two *snapshots* — what a RunResult
+records about the golden set and the corpus (``golden_snapshot``, ``corpus_snapshot``) — or
+of a loaded golden set and the texts it could leak into.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rageval.corpus import Corpus
+from rageval.errors import DatasetError
+from rageval.golden import Case, GoldenSet, parse_golden, slice_labels
+from rageval.metrics.numbers import extract_quantities
+from rageval.text import fold
+
+#: Fields of a case compared by the golden diff, in the order the report names them.
+DIFF_FIELDS = ("question", "expected_sections", "expected_answer", "must_include", "must_not_include",
+               "out_of_scope", "slice", "tags", "source")
+#: Two questions under one id whose folded word sets overlap less than this are different questions.
+SAME_QUESTION_JACCARD = 0.5
+#: Leak check: questions shorter than this (in words) are too generic to look for.
+LEAK_MIN_WORDS = 4
+LEAK_NGRAM = 3
+GIT_TIMEOUT_S = 10
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(fold(text))
+
+
+def _is_holdout(snapshot: Mapping[str, Any] | None) -> bool:
+    return "holdout" in ((snapshot or {}).get("tags") or ())
+
+
+# --- snapshots (what a RunResult records) ---------------------------------------------------
+
+def expected_numbers(case: Case, units: Sequence[str] | None = None) -> list[str]:
+    """The number+unit quantities a case expects (expected answer and must_include), canonical."""
+    found = {str(q) for text in (case.expected_answer, *case.must_include) for q in extract_quantities(text, units)}
+    return sorted(found)
+
+
+def golden_snapshot(golden: GoldenSet, units: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+    """Every case of the whole golden set (not only the subset run): its fields and the numbers it
+    expects, by id. Stored in the RunResult as ``golden.cases``."""
+    out = {}
+    for case in golden.full.cases:
+        data = case.to_dict()
+        data.pop("id")
+        data["numbers"] = expected_numbers(case, units)
+        out[case.id] = data
+    return out
+
+
+def corpus_snapshot(corpus: Corpus, units: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+    """Every source section: title, sha256 of its text and the quantities it states. Stored in the
+    RunResult as ``corpus.sections``; the next run compares against it for policy drift."""
+    return {s.id: {"title": s.title, "document": s.document,
+                   "sha256": hashlib.sha256(s.text.encode("utf-8")).hexdigest(),
+                   "numbers": sorted({str(q) for q in extract_quantities(s.text, units)})}
+            for s in corpus.sections}
+
+
+# --- version discipline ----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Reference:
+    """An earlier state of the golden set to hold the current one to."""
+
+    label: str                                   # "baseline rageval-baseline.json", "git origin/main"
+    version: Any
+    content_sha256: str | None
+    questions: Mapping[str, str]                 # id -> question
+    holdout: frozenset[str] = frozenset()        # ids tagged holdout (never named in a PR comment)
+
+
+def reference_from_result(result: Mapping[str, Any], label: str) -> Reference | None:
+    """The golden set a RunResult was made with; None for results older than golden snapshots."""
+    golden = result.get("golden") or {}
+    cases = golden.get("cases")
+    if not isinstance(cases, Mapping) or not golden.get("content_sha256"):
+        return None
+    return Reference(label, golden.get("version"), golden["content_sha256"],
+                     {i: str(c.get("question", "")) for i, c in cases.items()},
+                     frozenset(i for i, c in cases.items() if _is_holdout(c)))
+
+
+def reference_from_golden(golden: GoldenSet, label: str) -> Reference:
+    return Reference(label, golden.version, golden.content_sha256, {c.id: c.question for c in golden.full.cases},
+                     frozenset(c.id for c in golden.full.cases if "holdout" in c.tags))
+
+
+def default_git_ref(env: Mapping[str, str] | None = None) -> str:
+    """``origin/<base branch>`` on a pull request in GitHub Actions, else ``HEAD``."""
+    env = os.environ if env is None else env
+    base = env.get("GITHUB_BASE_REF")
+    return f"origin/{base}" if base else "HEAD"
+
+
+def reference_from_git(path: Path, ref: str) -> tuple[Reference | None, str]:
+    """The golden file as committed at ``ref``: (reference, "") or (None, why not)."""
+    path = path.resolve()
+    try:
+        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=path.parent, capture_output=True,
+                             text=True, timeout=GIT_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"git is not available ({exc.__class__.__name__})"
+    if top.returncode != 0:
+        return None, f"{path.parent} is not in a git work tree"
+    rel = path.relative_to(Path(top.stdout.strip()).resolve()).as_posix()
+    try:
+        shown = subprocess.run(["git", "show", f"{ref}:{rel}"], cwd=path.parent, capture_output=True,
+                               timeout=GIT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return None, f"`git show {ref}:{rel}` timed out"
+    if shown.returncode != 0:
+        return None, f"{rel} does not exist at {ref}"
+    label = f"git {ref}"
+    try:
+        golden = parse_golden(shown.stdout, Path(f"{rel}@{ref}"))
+    except DatasetError as exc:
+        return None, f"the version at {ref} does not load ({exc})"
+    return reference_from_golden(golden, label), ""
+
+
+def _different_question(before: str, after: str) -> bool:
+    a, b = set(_words(before)), set(_words(after))
+    if not a or not b:
+        return a != b
+    return len(a & b) / len(a | b) < SAME_QUESTION_JACCARD
+
+
+def version_problems(before: Reference, after: Reference, where: str, *, quote: bool = True) -> list[str]:
+    """Messages for content changed without a version bump, and for ids reused for another question.
+    ``where`` names the golden file in the messages; ``quote=False`` leaves the questions' text out
+    (the PR comment must not show holdout questions)."""
+    problems = []
+    if before.content_sha256 is not None and after.content_sha256 is not None \
+            and before.content_sha256 != after.content_sha256 and str(before.version) == str(after.version):
+        hidden = set() if quote else before.holdout | after.holdout
+        added = [i for i in after.questions if i not in before.questions and i not in hidden]
+        removed = [i for i in before.questions if i not in after.questions and i not in hidden]
+        what = "; ".join(part for part in (
+            f"added {_ids(added)}" if added else "", f"removed {_ids(removed)}" if removed else "") if part)
+        problems.append(
+            f"{where}: the cases changed since {before.label} ({what or 'cases edited'}) but `version` is still "
+            f"{after.version}. Bump `version` and add a `changelog` line saying what changed "
+            f"(`rageval golden add` does both).")
+    for case_id, question in after.questions.items():
+        old = before.questions.get(case_id)
+        if old is not None and _different_question(old, question):
+            if not quote and (case_id in before.holdout or case_id in after.holdout):
+                problems.append(f"{where}: a holdout case id is reused for a different question "
+                                f"(details hidden). Give the new question a new id.")
+                continue
+            asked = f" it asked {old!r}, now it asks {question!r}" if quote else " it asked another question"
+            problems.append(
+                f"{where}: case id '{case_id}' is reused for a different question: at {before.label} "
+                f"(v{before.version}){asked}. Baselines compare cases by "
+                f"id; keep '{case_id}' for the old question (or remove it) and give the new one a new id.")
+    return problems
+
+
+def _ids(ids: Sequence[str], limit: int = 10) -> str:
+    return ", ".join(ids[:limit]) + (f" …and {len(ids) - limit} more" if len(ids) > limit else "")
+
+
+# --- golden diff -----------------------------------------------------------------------------
+
+def golden_diff(before: Mapping[str, Mapping[str, Any]], after: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Cases added, removed and changed (with the fields that changed) between two snapshots."""
+    changed = []
+    for case_id, now in after.items():
+        old = before.get(case_id)
+        if old is None:
+            continue
+        fields = [f for f in DIFF_FIELDS if _norm(old.get(f)) != _norm(now.get(f))]
+        if fields:
+            changed.append({"id": case_id, "fields": fields})
+    return {"added": [i for i in after if i not in before], "removed": [i for i in before if i not in after],
+            "changed": changed}
+
+
+def _norm(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return [_norm(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _norm(v) for k, v in sorted(value.items())}
+    if value in (None, "", [], ()):
+        return None
+    return value
+
+
+# --- policy drift ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SectionChange:
+    section: str
+    removed: tuple[str, ...]      # quantities the old text stated and the new one does not
+    added: tuple[str, ...]
+    cases: tuple[str, ...]        # cases (whole golden set) that expect this section
+
+
+@dataclass(frozen=True)
+class Drift:
+    section: str
+    case: str
+    stale: tuple[str, ...]        # quantities the case still expects that the section no longer states
+    new: tuple[str, ...]          # what the section states instead
+    holdout: bool
+
+
+def policy_drift(before: Mapping[str, Mapping[str, Any]], after: Mapping[str, Mapping[str, Any]],
+                 cases: Mapping[str, Mapping[str, Any]]) -> tuple[list[SectionChange], list[Drift]]:
+    """Sections whose text changed their quantities, and the cases left expecting an old one.
+
+    A case drifts when it expects a changed section and still expects a quantity that section no
+    longer states — unless another of its expected sections states it now. A case updated in the
+    same change (expects the new quantity, not the old) does not drift.
+    """
+    changes: list[SectionChange] = []
+    drifts: list[Drift] = []
+    for section, now in after.items():
+        old = before.get(section)
+        if old is None or old.get("sha256") == now.get("sha256"):
+            continue
+        removed = tuple(q for q in old.get("numbers", ()) if q not in set(now.get("numbers", ())))
+        added = tuple(q for q in now.get("numbers", ()) if q not in set(old.get("numbers", ())))
+        expecting = tuple(i for i, c in cases.items() if section in (c.get("expected_sections") or ()))
+        if not removed and not added:
+            continue
+        changes.append(SectionChange(section, removed, added, expecting))
+        for case_id in expecting:
+            case = cases[case_id]
+            stated_now = {q for s in case.get("expected_sections") or () for q in (after.get(s) or {}).get("numbers", ())}
+            stale = tuple(q for q in case.get("numbers") or () if q in removed and q not in stated_now)
+            if stale:
+                drifts.append(Drift(section, case_id, stale, added, _is_holdout(case)))
+    return changes, drifts
+
+
+def drift_messages(drifts: Sequence[Drift]) -> list[tuple[str, str, list[str]]]:
+    """One message per changed section: (section, message, the non-holdout case ids it names).
+    Holdout cases are counted, never named."""
+    by_section: dict[str, list[Drift]] = {}
+    for drift in drifts:
+        by_section.setdefault(drift.section, []).append(drift)
+    out = []
+    for section, group in by_section.items():
+        shown = [d for d in group if not d.holdout]
+        hidden = len(group) - len(shown)
+        stale = sorted({q for d in shown for q in d.stale}) if shown else []
+        new = group[0].new
+        names = [d.case for d in shown]
+        who = ", ".join(names) + (f" and {hidden} holdout case{'s' if hidden != 1 else ''}" if hidden and names
+                                  else f"{hidden} holdout case{'s' if hidden != 1 else ''}" if hidden else "")
+        states = f" (it now states {', '.join(new)})" if new else ""
+        what = f"no longer states {', '.join(stale)}" if stale else "changed its numbers"
+        verb = "expects" if len(group) == 1 else "expect"
+        out.append((section, f"policy drift: {section} {what}{states}, but {who} still {verb} the old "
+                             f"number. Update {'it' if len(group) == 1 else 'them'} in this PR (expected answer, "
+                             f"must_include) and bump the golden set's version.", names))
+    return out
+
+
+# --- leaks -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Leak:
+    case: str
+    where: str                    # "prompt.j2 line 12", "corpus DT-3 (doi-tra)"
+    overlap: float                # share of the question's word 3-grams found there
+    holdout: bool
+
+    def message(self) -> str:
+        who = "a holdout case" if self.holdout else self.case
+        return (f"leak: the question of {who} appears in {self.where} ({self.overlap:.0%} of its word "
+                f"3-grams). A model that sees the question with its answer passes the case without retrieving; "
+                f"remove it there or drop the case.")
+
+
+def _ngrams(words: Sequence[str], n: int = LEAK_NGRAM) -> set[tuple[str, ...]]:
+    return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+
+
+def find_leaks(cases: Iterable[Case], places: Sequence[tuple[str, str, bool]], min_overlap: float) -> list[Leak]:
+    """Golden questions found (verbatim or near-verbatim) in ``places``: (label, text, by_line).
+    A question leaks into a place holding at least ``min_overlap`` of its word 3-grams; with
+    ``by_line`` the label names the line holding most of them. One inverted index over all
+    places, so a thousand questions against ten thousand sections stays fast."""
+    index: dict[tuple[str, ...], list[int]] = {}
+    for n, (_, text, _) in enumerate(places):
+        for gram in _ngrams(_words(text)):
+            index.setdefault(gram, []).append(n)
+    leaks = []
+    for case in cases:
+        words = _words(case.question)
+        grams = _ngrams(words)
+        if len(words) < LEAK_MIN_WORDS or not grams:
+            continue
+        hits: dict[int, int] = {}
+        for gram in grams:
+            for n in index.get(gram, ()):
+                hits[n] = hits.get(n, 0) + 1
+        for n, count in sorted(hits.items()):
+            overlap = count / len(grams)
+            if overlap + 1e-9 < min_overlap:
+                continue
+            label, text, by_line = places[n]
+            where = label
+            if by_line:
+                lines = text.splitlines()
+                best = max(range(len(lines)), key=lambda i: len(grams & _ngrams(_words(lines[i]))))
+                where = f"{label} line {best + 1}"
+            leaks.append(Leak(case.id, where, round(overlap, 3), "holdout" in case.tags))
+    return leaks
+
+
+def leak_places(prompt: Path | None, extra: Sequence[Path], corpus: Corpus, root: Path) -> list[tuple[str, str, bool]]:
+    """The prompt template, the configured few-shot / extra files and every corpus section."""
+    places = []
+    for path in [p for p in (prompt, *extra) if p is not None]:
+        try:
+            label = path.relative_to(root).as_posix()
+        except ValueError:
+            label = path.as_posix()
+        places.append((label, path.read_text(encoding="utf-8"), True))
+    places += [(f"corpus {s.id} ({s.document})", s.text, False) for s in corpus.sections]
+    return places
+
+
+# --- coverage --------------------------------------------------------------------------------
+
+def coverage(golden: GoldenSet, section_ids: Sequence[str], gated_slices: Iterable[str],
+             min_cases: int) -> dict[str, Any]:
+    """Cases per source section and per slice value (whole golden set); sections with fewer than
+    ``min_cases`` cases and gated slices with no case."""
+    cases = golden.full.cases
+    by_section = {s: 0 for s in section_ids}
+    by_slice: dict[str, int] = {}
+    for case in cases:
+        for section in case.expected_sections:
+            by_section[section] = by_section.get(section, 0) + 1
+        for label in slice_labels(case.slice):
+            by_slice[label] = by_slice.get(label, 0) + 1
+    return {"by_section": by_section, "by_slice": dict(sorted(by_slice.items())),
+            "thin_sections": [s for s, n in by_section.items() if n < min_cases],
+            "empty_slices": [s for s in gated_slices if by_slice.get(s, 0) == 0],
+            "min_cases": min_cases}
+
+
+def coverage_lines(cov: Mapping[str, Any]) -> list[str]:
+    """The coverage summary `rageval validate` prints."""
+    sections = cov["by_section"]
+    lines = [f"coverage: {sum(1 for n in sections.values() if n)}/{len(sections)} sections have a case; "
+             f"cases per section: " + ", ".join(f"{s} {n}" for s, n in sections.items())]
+    lines.append("coverage: cases per slice: " + (", ".join(f"{s} {n}" for s, n in cov["by_slice"].items()) or "none"))
+    if cov["thin_sections"]:
+        lines.append(f"coverage: sections with fewer than {cov['min_cases']} cases: {', '.join(cov['thin_sections'])}")
+    if cov["empty_slices"]:
+        lines.append(f"coverage: gated slices with no case: {', '.join(cov['empty_slices'])}")
+    return lines
