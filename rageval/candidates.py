@@ -14,15 +14,18 @@ Scrubbing policy (:func:`scrub`), applied in this order:
 
 1. ``<EMAIL>``: ``local@domain.tld`` in the usual ASCII forms.
 2. ``<ORDER>``: every regex of ``order_patterns`` (:data:`DEFAULT_ORDER_PATTERNS` by default:
-   ``DH-2026-0012345``, ``ĐH2026001234``, ``BH123456``, ``HD-…``, ``VD…`` with at least five
-   digits, any letter case; ``#123456``; carrier tracking codes ``GHN…``, ``GHTK…``, ``SPXVN…``,
+   ``DH-2026-0012345``, ``ĐH2026001234``, ``dh 20260012345``, ``BH123456`` — ``DH``/``ĐH``/``BH``
+   and at least five digits, any letter case; ``#123456``; carrier tracking codes ``GHN…``, ``GHTK…``, ``SPXVN…``,
    ``VTP…``, ``VNP…`` with at least six digits). Section ids such as ``BH-3`` or ``DT-10`` have
    too few digits to match.
 3. ``<PHONE>``: Vietnamese numbers with a leading 0 (10-digit mobiles, 11-digit ``02…``
-   landlines, optionally ``(028) …``), with ``84``/``+84``/``(+84)``/``0084`` instead of the 0
-   (a ``(0)`` or ``0`` after the country code is allowed), and international numbers that start
-   with ``+``, ``(+cc)`` or ``00`` (8–15 digits). Digit groups may be separated by one space, dot or
-   hyphen (``0912 345 678``, ``0912.345.678``, ``+84-912-345-678``).
+   landlines, optionally ``(028) …``), or with ``84``/``+84``/``(+84)``/``0084`` instead of the
+   0 (a ``(0)`` or ``0`` after the country code is allowed); international numbers that start
+   with ``+``, ``(+cc)`` or ``00`` and a space (``+1`` and ten digits; others 8–15 digits).
+   Digit groups may be separated by one space, dot or hyphen (``0912 345 678``,
+   ``0912.345.678``, ``+84-912-345-678``); the local form needs a first group of at least three
+   digits. A number is only replaced whole, and the digits after it are left alone
+   (``0912 345 678 2 cái`` -> ``<PHONE> 2 cái``).
 4. ``<NAME>``: every name of ``names``, matched as whole words, ignoring case and diacritics,
    with any whitespace between its words ("Nguyễn Văn An" also matches "nguyen  van an").
 5. ``<NUMBER>``, the safety net: digits that are left form chains (digit groups joined by one
@@ -58,6 +61,7 @@ __all__ = [
     "KINDS",
     "MAX_LOG_LINES",
     "MAX_UNIQUE",
+    "STOPWORDS",
     "TEXT_FIELDS",
     "Candidate",
     "CandidateSet",
@@ -77,7 +81,7 @@ KINDS = ("PHONE", "EMAIL", "ORDER", "NAME", "NUMBER")
 
 #: Order-code regexes used when none are configured (see the module docstring).
 DEFAULT_ORDER_PATTERNS: tuple[str, ...] = (
-    r"(?i)\b(?:DH|ĐH|BH|HD|VD)[-_ ]?\d(?:[-_]?\d){4,}\b",
+    r"(?i)\b(?:DH|ĐH|BH)[-_ ]?\d(?:[-_]?\d){4,}\b",
     r"(?<![\w#])#\d{5,}\b",
     r"(?i)\b(?:GHN|GHTK|SPXVN|SPX|VTP|VNP)[-_ ]?[A-Z0-9]*\d{6,}[A-Z0-9]*\b",
 )
@@ -101,6 +105,17 @@ MSG_EMPTY_PATTERN = ("order pattern {pattern!r} matches the empty string, so it 
                      "Make it require at least one character (e.g. use + instead of *).")
 MSG_BAD_NAME = "names: entry #{index} ({value!r}) has no letters. Give full names such as 'Nguyễn Văn An'."
 
+#: Words left out of the text that is embedded for de-duplication and clustering (folded forms):
+#: Vietnamese particles, pronouns and question words that every intent shares ("có … không",
+#: "thì sao ạ", "shop ơi"), and a few English ones. Words whose folded form collides with a
+#: content word are kept: "bao" (bao lâu / bảo hành), "may" (mấy / máy), "tien" (tiền).
+STOPWORDS: frozenset[str] = frozenset("""
+a ah ak alo anh ban cho chi chua co cua cung dc de den di do duoc em gi ha hok hoi k kg khi khong ko
+la lai luon ma minh nao nay nha nhe nhieu nhu nua o oi ra roi sao sau sdt shop so the thi thoi toi
+trong tu va vao vay ve voi vs
+an and are at about can do does for from hello hi how i is it me my of or please the to what when you
+""".split())
+
 _PLACEHOLDER = re.compile(r"<(?:PHONE|EMAIL|ORDER|NAME|NUMBER)>")
 _WORD = re.compile(r"\w+")
 
@@ -117,7 +132,7 @@ _PSEP = r"(?:[ \t]?[.\-][ \t]?|[ \t])"
 # (or a bracketed area code), so "01.02.2026 12" is not read as a phone number.
 _PHONE_START = re.compile(
     r"(?<!\d)(?<!\d[.,])(?:"
-    r"(?P<intl>\([ \t]?\+[ \t]?\d{1,3}[ \t]?\)|\+[ \t]?\d{1,3}(?!\d)|\+[ \t]?\d{1,3}(?=\d)|00[1-9]\d{0,2}(?=" + _PSEP + r"?\d))"
+    r"(?P<intl>\([ \t]?\+[ \t]?\d{1,3}[ \t]?\)|\+[ \t]?\d{1,3}|00[1-9]\d{0,2}(?=" + _PSEP + r"\d))"
     r"|(?P<vn84>84(?=" + _PSEP + r"?(?:\(0\)|0)?" + _PSEP + r"?[1-9]))"
     r"|(?P<local>\(0\d{2,3}\)|0\d{2,})"
     r")"
@@ -144,47 +159,50 @@ def _digits(s: str) -> int:
     return sum(c.isdigit() for c in s)
 
 
+def _phone_valid(kind: str, digits: str) -> bool:
+    """Whether ``digits`` (trunk zeros removed) is a whole phone number of this kind."""
+    if kind == "local":
+        return len(digits) == (11 if digits.startswith("02") else 10)
+    if digits.startswith("84"):           # Vietnam: 9-digit mobiles, 10-digit 02x landlines
+        return len(digits) == (12 if digits[2:3] == "2" else 11)
+    if kind == "vn84":
+        return False
+    if digits.startswith("1"):            # North America: +1 and ten digits
+        return len(digits) == 11
+    return 8 <= len(digits) <= 15
+
+
 def _phone_span(text: str, m: re.Match[str]) -> int | None:
-    """End of the longest phone number starting at match ``m``, or None."""
-    kind = m.lastgroup
+    """End of the longest phone number starting at match ``m``, or None.
+
+    Reads digit groups after the start, and keeps the longest prefix of groups that is a whole
+    number of the start's kind, so "0912 345 678 2 cái" ends before "2"."""
+    kind = m.lastgroup or "local"
     pos = m.end()
-    start_text = m.group(0)
-    if kind == "local" and start_text.startswith("("):
-        counted = _digits(start_text)
-    else:
-        counted = _digits(start_text)
-    ends: list[tuple[int, int]] = [(pos, counted)]     # (end, digits so far) after each group
-    skip_trunk = kind in ("intl", "vn84")                # "(0)" / "0" after a country code is not counted
-    for _ in range(_MAX_GROUPS):
+    digits = re.sub(r"\D", "", m.group(0))
+    if kind == "intl" and digits.startswith("00"):
+        digits = digits[2:]                  # 0084 …: the international call prefix
+    ends: list[tuple[int, str]] = [(pos, digits)]     # (end, digits so far) after each group
+    for index in range(_MAX_GROUPS):
         g = _PHONE_GROUP.match(text, pos)
         if g is None:
             break
         group = g.group(1)
-        if kind == "local" and group.startswith("("):
+        if kind == "local" and (group.startswith("(") or len(group) < 2):
             break
-        if group == "(0)" and not skip_trunk:
-            break
-        if kind == "local" and len(group) < 2:
-            break
-        n = _digits(group)
-        if skip_trunk and len(ends) == 1 and group in ("(0)", "0"):
-            n = 0
-        if kind == "vn84" and len(ends) == 1 and n and group.startswith("0") and group != "0":
-            n -= 1                                       # 840912345678: the trunk 0 written glued
+        if group == "(0)" or (kind == "vn84" and index == 0 and group == "0"):
+            if kind == "local" or index > 0:
+                break
+            group = ""                       # trunk zero after the country code: not dialled
         pos = g.end()
-        counted += n
-        ends.append((pos, counted))
-        if counted > 16:
+        digits += re.sub(r"\D", "", group)
+        if kind != "local" and digits.startswith("840"):
+            digits = "84" + digits[3:]       # +84 0912…: the trunk zero written anyway
+        ends.append((pos, digits))
+        if len(digits) > 16:
             break
-    if kind == "intl":
-        valid = lambda d: 8 <= d <= 15  # noqa: E731
-    elif kind == "vn84":
-        valid = lambda d: d in (11, 12)  # noqa: E731
-    else:
-        first = start_text.lstrip("(")
-        valid = (lambda d: d in (10, 11)) if first.startswith("02") else (lambda d: d == 10)  # noqa: E731
-    for end, count in reversed(ends):
-        if valid(count) and not (end < len(text) and text[end].isdigit()):
+    for end, found in reversed(ends):
+        if _phone_valid(kind, found):
             return end
     return None
 
@@ -260,13 +278,20 @@ def _net(text: str) -> tuple[str, bool]:
     return "".join(out), found
 
 
+_CHAR_FOLD: dict[str, str] = {}
+
+
 def _fold_map(text: str) -> tuple[str, list[int]]:
     """The folded text (:func:`rageval.text.fold` character by character, whitespace kept as one
     space each) and, for every folded character, the index of the original character."""
     chars: list[str] = []
     index: list[int] = []
     for i, ch in enumerate(text):
-        piece = " " if ch.isspace() else fold(ch)
+        piece = _CHAR_FOLD.get(ch)
+        if piece is None:
+            piece = " " if ch.isspace() else fold(ch)
+            if len(_CHAR_FOLD) < 100_000:
+                _CHAR_FOLD[ch] = piece
         chars.append(piece)
         index.extend([i] * len(piece))
     return "".join(chars), index
@@ -499,7 +524,7 @@ class CandidateSet:
     entries: int             # log entries given
     unique: int              # distinct questions left after de-duplication
     merged: int              # entries merged into another as an exact or near duplicate
-    dropped_empty: int       # entries with fewer than min_words words once personal data is removed
+    dropped_empty: int       # entries with fewer than min_words content words once personal data is removed
     dropped_existing: int    # distinct questions already (nearly) in the golden set
     embedder: str
     seed: int
@@ -526,8 +551,10 @@ def _key(text: str) -> str:
     return " ".join(_WORD.findall(fold(_PLACEHOLDER.sub(" ", text))))
 
 
-def _embed_text(text: str) -> str:
-    return _PLACEHOLDER.sub(" ", text)
+def _content_words(text: str, stopwords: frozenset[str]) -> list[str]:
+    """Folded words of ``text`` without placeholders and stop words (all words if none is left)."""
+    words = _WORD.findall(fold(_PLACEHOLDER.sub(" ", text)))
+    return [w for w in words if w not in stopwords] or words
 
 
 def _check_params(n: int, dedupe_threshold: float, min_words: int, k: int | None) -> None:
@@ -566,7 +593,7 @@ def _near_duplicates(vectors: np.ndarray, threshold: float, block: int = 1024) -
     return parent
 
 
-def _kmeans(x: np.ndarray, k: int, rng: np.random.Generator, n_init: int = 4, iters: int = 50) -> np.ndarray:
+def _kmeans(x: np.ndarray, k: int, rng: np.random.Generator, n_init: int = 8, iters: int = 50) -> np.ndarray:
     """Spherical k-means (cosine) with k-means++ seeding; the best of ``n_init`` runs. Labels 0..k-1."""
     m = len(x)
     best_labels, best_score = None, -math.inf
@@ -608,6 +635,25 @@ def _kmeans(x: np.ndarray, k: int, rng: np.random.Generator, n_init: int = 4, it
     return best_labels
 
 
+def _diverse_order(x: np.ndarray, occurrences: list[int], first_line: list[int], limit: int) -> list[int]:
+    """Up to ``limit`` row indices of one cluster: the most repeated question first (ties: the most
+    central, then the earliest), then repeatedly the one least similar to all picked so far."""
+    size = len(x)
+    occ = np.asarray(occurrences)
+    line = np.asarray(first_line)
+    central = x @ x.sum(axis=0)
+    first = int(np.lexsort((line, -central, -occ))[0])
+    picked = [first]
+    closest = x @ x[first]
+    closest[first] = np.inf
+    while len(picked) < min(size, limit):
+        nxt = int(np.lexsort((line, -occ, closest))[0])
+        picked.append(nxt)
+        closest = np.maximum(closest, x @ x[nxt])
+        closest[picked] = np.inf
+    return picked
+
+
 def _default_k(m: int) -> int:
     return max(1, min(m, 30, round(math.sqrt(m / 2))))
 
@@ -634,12 +680,18 @@ def _labels(texts: list[list[str]], members: list[list[int]], top: int = 3) -> l
 
 def propose(entries: Iterable[LogEntry], *, embedder: Any = None, n: int = 40, names: Sequence[str] = (),
             order_patterns: Sequence[str] = DEFAULT_ORDER_PATTERNS, existing_questions: Iterable[str] = (),
-            dedupe_threshold: float = 0.9, seed: int = 0, k: int | None = None, min_words: int = 2) -> CandidateSet:
+            dedupe_threshold: float = 0.9, seed: int = 0, k: int | None = None, min_words: int = 2,
+            stopwords: Iterable[str] = STOPWORDS) -> CandidateSet:
     """Propose up to ``n`` diverse, scrubbed questions from ``entries`` for a person to label.
 
-    1. Scrub every entry (:class:`Scrubber`); drop those with fewer than ``min_words`` words left.
+    1. Scrub every entry (:class:`Scrubber`); drop those with fewer than ``min_words`` words left
+       that are neither placeholders nor ``stopwords`` ("alo shop oi", "<PHONE>").
     2. Merge exact duplicates (same folded words, placeholders ignored), then near duplicates
-       (cosine >= ``dedupe_threshold``); the first occurrence is kept, as written.
+       (cosine >= ``dedupe_threshold``); the first occurrence is kept, as written. What is
+       embedded is the question's folded words without placeholders and without ``stopwords``
+       (:data:`STOPWORDS`: particles and question words every intent shares, which would
+       otherwise decide the clusters), so "Đổi trả trong mấy ngày vậy shop?" and
+       "doi tra trong may ngay" are near duplicates.
     3. Drop questions equal or near (same threshold) to one of ``existing_questions``.
     4. Cluster what is left by intent: spherical k-means on the embeddings, ``k`` defaulting to
        round(sqrt(questions / 2)) within 1..30, seeded by ``seed``.
@@ -661,10 +713,11 @@ def propose(entries: Iterable[LogEntry], *, embedder: Any = None, n: int = 40, n
     groups: list[_Group] = []
     by_key: dict[str, _Group] = {}
     dropped_empty = 0
+    stop = frozenset(fold(w) for w in stopwords)
     for entry in entries:
         result = scrubber.scrub(entry.text)
         key = _key(result.text)
-        if len(key.split()) < min_words:
+        if len([w for w in key.split() if w not in stop]) < min_words:
             dropped_empty += 1
             continue
         group = by_key.get(key)
@@ -682,8 +735,9 @@ def propose(entries: Iterable[LogEntry], *, embedder: Any = None, n: int = 40, n
     name = str(getattr(embedder, "name", type(embedder).__name__))
     if not groups:
         return CandidateSet((), (), len(entries), 0, 0, dropped_empty, 0, name, seed)
-    texts = [_embed_text(g.text) for g in groups]
-    embedder.fit(texts + [_embed_text(q) for q in existing])
+    texts = [" ".join(_content_words(g.text, stop)) for g in groups]
+    existing_texts = [" ".join(_content_words(q, stop)) for q in existing]
+    embedder.fit(texts + existing_texts)
     vectors = np.asarray(embedder.embed_queries(texts), dtype=np.float64)
     # 2b: near duplicates
     parent = _near_duplicates(vectors, float(dedupe_threshold))
@@ -697,7 +751,7 @@ def propose(entries: Iterable[LogEntry], *, embedder: Any = None, n: int = 40, n
     keep = [i for i, p in enumerate(parent) if p == i]
     # 3: already in the golden set
     if existing:
-        ex_vectors = np.asarray(embedder.embed_queries([_embed_text(q) for q in existing]), dtype=np.float64)
+        ex_vectors = np.asarray(embedder.embed_queries(existing_texts), dtype=np.float64)
         near = (vectors[keep] @ ex_vectors.T).max(axis=1) >= dedupe_threshold
         fresh = [i for i, is_near in zip(keep, near) if not is_near and groups[i].key not in existing_keys]
     else:
@@ -718,26 +772,14 @@ def propose(entries: Iterable[LogEntry], *, embedder: Any = None, n: int = 40, n
         members.setdefault(int(label), []).append(j)
     order = sorted(members, key=lambda c: (-sum(occurrences[j] for j in members[c]), min(first_line[j] for j in members[c])))
     clustered = [members[c] for c in order]
-    words = [_WORD.findall(fold(t)) for t in (texts[i] for i in fresh)]
+    words = [texts[i].split() for i in fresh]
     labels = _labels(words, clustered)
     clusters = tuple(Cluster(cid + 1, labels[cid], len(group), sum(occurrences[j] for j in group))
                      for cid, group in enumerate(clustered))
-    # 5: diverse sample
-    ranked = []
-    for group in clustered:
-        centroid = x[group].sum(axis=0)
-        central = x[group] @ centroid
-        first = min(range(len(group)), key=lambda r: (-occurrences[group[r]], -central[r], first_line[group[r]]))
-        picked = [first]
-        closest = x[group] @ x[group[first]]
-        closest[first] = math.inf
-        while len(picked) < len(group):
-            nxt = min((r for r in range(len(group)) if r not in picked),
-                      key=lambda r: (closest[r], -occurrences[group[r]], first_line[group[r]]))
-            picked.append(nxt)
-            closest = np.maximum(closest, x[group] @ x[group[nxt]])
-            closest[picked] = math.inf
-        ranked.append([group[r] for r in picked])
+    # 5: diverse sample (a cluster never gives more than n, so rank only that many)
+    ranked = [_diverse_order(x[group], [occurrences[j] for j in group], [first_line[j] for j in group], n)
+              for group in clustered]
+    ranked = [[group[r] for r in order] for group, order in zip(clustered, ranked)]
     chosen: list[set[int]] = [set() for _ in ranked]
     taken = 0
     for depth in range(max(len(r) for r in ranked)):
@@ -782,7 +824,7 @@ _HEADER = """\
 
 def _q(value: str) -> str:
     """A YAML double-quoted scalar on one line, unicode kept."""
-    return yaml.safe_dump(value, default_style='"', allow_unicode=True, width=1 << 30).rstrip("\n").removesuffix("\n...")
+    return yaml.safe_dump(value, default_style='"', allow_unicode=True, width=1 << 30).rstrip("\n")
 
 
 def _comment(text: str) -> str:

@@ -273,6 +273,28 @@ def cmd_report(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+def _split_list(values: Sequence[str] | None) -> list[str]:
+    """``--tags pr,holdout`` and ``--tags pr --tags holdout`` alike."""
+    return [v.strip() for value in values or () for v in value.split(",") if v.strip()]
+
+
+def cmd_golden_add(args: argparse.Namespace, out: TextIO) -> int:
+    from rageval.corpus import load_corpus
+    from rageval.golden_edit import add_case, write_added
+
+    cfg = load_config(args.config)
+    corpus = load_corpus(cfg.corpus, cfg.root)
+    result = add_case(cfg.golden, question=args.question, expected_sections=_split_list(args.expected_sections),
+                      expected_answer=args.expected_answer or "", source=args.source,
+                      tags=_split_list(args.tags), must_include=args.must_include or (),
+                      must_not_include=args.must_not_include or (), out_of_scope=args.out_of_scope,
+                      known_sections=corpus.ids())
+    write_added(cfg.golden, result)
+    out.write(f"added {result.case_id} to {cfg.golden.name}; version {result.old_version} → {result.new_version}\n"
+              f"changelog: {result.changelog_line}\n")
+    return EXIT_OK
+
+
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rageval", description="Evaluate a RAG system on a golden set and gate "
                                      "pull requests on the result.")
@@ -319,6 +341,20 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--results", default=None, help="a RunResult with judge verdicts (default: run the eval now)")
     p.add_argument("--out", default=None, help="write the agreement JSON here (judge.agreement_file)")
     p.set_defaults(func=cmd_judge_agreement)
+
+    p = sub.add_parser("golden", help="maintain the golden set: add a case from an incident, propose cases from logs")
+    gsub = p.add_subparsers(dest="golden_command", required=True)
+    p = gsub.add_parser("add", help="append a case (fresh id, version bump, changelog line), keeping comments")
+    p.add_argument("--config", default=DEFAULT_CONFIG, help=f"config file (default {DEFAULT_CONFIG})")
+    p.add_argument("--question", required=True, help="the question as the customer asked it")
+    p.add_argument("--expected-sections", action="append", metavar="IDS", help="e.g. DT-1,DT-3 (repeatable)")
+    p.add_argument("--expected-answer", default=None, help="the correct answer, numbers copied from the source")
+    p.add_argument("--source", required=True, help="where the case came from, e.g. incident-2026-11-29")
+    p.add_argument("--tags", action="append", metavar="TAGS", help="e.g. pr (repeatable or comma-separated)")
+    p.add_argument("--must-include", action="append", metavar="TEXT", help="text the answer must contain")
+    p.add_argument("--must-not-include", action="append", metavar="TEXT", help="text the answer must not contain")
+    p.add_argument("--out-of-scope", action="store_true", help="the documents do not answer it: expect a refusal")
+    p.set_defaults(func=cmd_golden_add)
 
     p = sub.add_parser("report", help="render the markdown report from saved results")
     p.add_argument("--config", default=DEFAULT_CONFIG)

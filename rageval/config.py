@@ -480,11 +480,11 @@ def config_from_dict(raw: Any, path: Path, *, located: _Located | None = None) -
 
     gc = sec["golden_checks"]
     golden_checks = GoldenChecksConfig(
-        leaks=r.choice(gc.get("leaks", "warn"), "golden_checks.leaks"),
+        leaks=r.choice(_off(gc.get("leaks", "warn")), "golden_checks.leaks"),
         leak_overlap=float(r.typed(gc.get("leak_overlap", 0.8), "golden_checks.leak_overlap", "rate")),
         leak_files=tuple(r.relpath(f, "golden_checks.leak_files")
                          for f in r.str_list(gc.get("leak_files", []), "golden_checks.leak_files")),
-        policy_drift=r.choice(gc.get("policy_drift", "block"), "golden_checks.policy_drift"),
+        policy_drift=r.choice(_off(gc.get("policy_drift", "block")), "golden_checks.policy_drift"),
         min_cases_per_section=r.typed(gc.get("min_cases_per_section", 2), "golden_checks.min_cases_per_section",
                                       "nonnegint"),
     )
@@ -500,6 +500,11 @@ def config_from_dict(raw: Any, path: Path, *, located: _Located | None = None) -
     return Config(path=path, golden=golden, corpus=corpus, app=app, chunking=chunking, embedding=embedding,
                   retrieval=retrieval, generation=generation, judge=judge, llm=llm, gate=gate, checks=checks,
                   golden_checks=golden_checks, report=report)
+
+
+def _off(value: Any) -> Any:
+    """YAML 1.1 reads an unquoted ``off`` as false; for a mode that means "off"."""
+    return "off" if value is False else value
 
 
 def _command(r: _Reader, value: Any) -> tuple[str, ...] | None:

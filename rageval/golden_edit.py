@@ -120,7 +120,8 @@ def add_case(path: Path, *, question: str, expected_sections: Sequence[str] = ()
     case = Case(id=case_id, **fields)
     old_version = golden.version
     new_version = bump_version(old_version, path)
-    line = changelog_line(old_version, new_version, case_id, case.source, case.question)
+    line = changelog_line(old_version, new_version, case_id, case.source, case.question,
+                          holdout="holdout" in case.tags)
     raw_bytes = path.read_bytes()
     text = raw_bytes.decode("utf-8")
     if path.suffix.lower() == ".json":
@@ -190,9 +191,13 @@ def bump_version(version: int | str, path: Path | str = "golden set") -> int | s
     raise DatasetError(MSG_BAD_VERSION.format(path=path, version=version))
 
 
-def changelog_line(old_version: int | str, new_version: int | str, case_id: str, source: str, question: str) -> str:
-    """``v4 -> v5: + q124 (incident-2026-11-29): <question, shortened to ~60 characters>``."""
+def changelog_line(old_version: int | str, new_version: int | str, case_id: str, source: str, question: str,
+                   *, holdout: bool = False) -> str:
+    """``v4 -> v5: + q124 (incident-2026-11-29): <question, shortened to ~60 characters>``. A holdout
+    case is only counted: the changelog reaches the PR comment, which never shows holdout cases."""
     origin = f" ({source})" if source else ""
+    if holdout:
+        return f"v{old_version} -> v{new_version}: + 1 holdout case{origin}"
     return f"v{old_version} -> v{new_version}: + {case_id}{origin}: {shorten(question)}"
 
 
