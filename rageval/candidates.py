@@ -35,7 +35,10 @@ Scrubbing policy (:func:`scrub`), applied in this order:
    or a date (``28/09/2026``, ``2026-09-28``). Consecutive other parts with 7 or more digits in
    total (a phone written some other way, an account or ID-card number, an unknown order code)
    become ``<NUMBER>``. So "7 ngày", "30 ngày", "12 tháng", "500.000đ" and "1.500.000" survive,
-   while "3822 1234", "912 345 678" and "1234567" do not.
+   while "3822 1234", "912 345 678" and "1234567" do not. Privacy wins over content when they
+   meet: a chain whose digits read together are a Vietnamese phone number (10 digits from 0,
+   11 from 02, 84 + 9 or 10) is replaced whole however it is grouped, even when a piece of it
+   looks like a date ("ngày 01.02.2026 12 giờ" -> "ngày <NUMBER> giờ").
 """
 
 from __future__ import annotations
@@ -256,6 +259,13 @@ def _net(text: str) -> tuple[str, bool]:
                 parts.append((start, gap.start()))
             start = gap.end()
         parts.append((start, chain.end()))
+        if _phone_valid("local", re.sub(r"\D", "", chain.group(0))) or \
+                _phone_valid("vn84", re.sub(r"\D", "", chain.group(0))):
+            out.append(text[pos:chain.start()])     # a phone number however grouped, even if a
+            out.append("<NUMBER>")                   # piece of it reads like a date or an amount
+            pos = chain.end()
+            found = True
+            continue
         run: list[tuple[int, int]] = []
 
         def flush() -> None:
@@ -757,7 +767,7 @@ def propose(entries: Iterable[LogEntry], *, embedder: Any = None, n: int = 40, n
     else:
         fresh = keep
     dropped_existing = len(keep) - len(fresh)
-    merged = sum(len(g.lines) for g in groups) - len(keep)
+    merged = len(entries) - dropped_empty - len(keep)
     if not fresh:
         return CandidateSet((), (), len(entries), 0, merged, dropped_empty, dropped_existing, name, seed)
     # 4: clusters

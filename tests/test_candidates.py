@@ -84,6 +84,8 @@ NAMES = ("Nguyễn Văn An", "Trần Thị Bích", "Phạm Minh Tuấn", "Lê Th
     ("stk 0011004123456 vcb", "stk <NUMBER> vcb"),
     ("mã 1234567", "mã <NUMBER>"),
     ("0 9 1 2 3 4 5 6 7 8", "<NUMBER>"),
+    ("sđt 02.1.00 000000 nhé", "sđt <NUMBER> nhé"),           # a phone even if a piece looks like a date
+    ("ngày 01.02.2026 12 giờ", "ngày <NUMBER> giờ"),          # ... so privacy wins over this date
 ])
 def test_scrub_acceptance_table(text, expected):
     out = scrub(text, names=NAMES)
@@ -449,7 +451,7 @@ def test_rendered_yaml_loads_and_has_the_case_fields(proposed):
     assert data["dataset"] == "chat-logs-candidates" and data["version"] == 1
     assert len(data["cases"]) == 53
     first = data["cases"][0]
-    assert first == {"id": "cand-001", "question": "Đổi trả trong mấy ngày vậy shop?", "expected_sections": [],
+    assert first == {"id": "cand-001", "question": proposed.candidates[0].question, "expected_sections": [],
                      "expected_answer": "", "source": "logs-chat-logs.jsonl", "tags": ["candidate"]}
     assert [c["question"] for c in data["cases"]] == [c.question for c in proposed.candidates]
     # unicode is written as is, and the labelling notes are comments, not keys
