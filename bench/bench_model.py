@@ -14,12 +14,18 @@ Our stack (needs only the project's own dependencies):
     python bench/bench_model.py --only ours --cases 20
 
 Ragas and DeepEval are not project dependencies; install them in a separate venv that sees the
-system packages, then run the same script there (results merge into one file):
+system packages, then run the same script there (results merge into one file). Ragas 0.4.3
+imports ``langchain_community.chat_models.vertexai``, which langchain-community 0.4 removed, hence
+the pin:
 
     python -m venv /tmp/benchvenv --system-site-packages
-    /tmp/benchvenv/bin/pip install ragas deepeval
+    /tmp/benchvenv/bin/pip install ragas "langchain-community<0.4"
+    /tmp/benchvenv/bin/pip install deepeval "langchain-community<0.4"
     /tmp/benchvenv/bin/python bench/bench_model.py --only ragas
     /tmp/benchvenv/bin/python bench/bench_model.py --only deepeval
+
+(The venv's openai SDK is 1.x, which Ragas and DeepEval need; run ``--only ours`` with the
+project's own interpreter, so our numbers come from the SDK the package ships with.)
 
 ``--only all`` (the default) runs whatever is importable in one process and records
 ``"not installed"`` (with the pip command) for the rest. Each run merges its sections into
@@ -71,7 +77,7 @@ DEFAULT_OUT = ROOT / "bench" / "results-model.json"
 BENCH_KEY = "sk-bench-local-not-a-secret"
 DECLINE = "Tài liệu không đề cập thông tin này."
 TOOLS = ("ours", "ragas", "deepeval")
-PIP = {"ragas": "pip install ragas", "deepeval": "pip install deepeval"}
+PIP = {"ragas": 'pip install ragas "langchain-community<0.4"', "deepeval": 'pip install deepeval "langchain-community<0.4"'}
 
 #: Environment that keeps Ragas, DeepEval and their dependencies off the network.
 OFFLINE_ENV = {
@@ -687,8 +693,9 @@ def bench(only: str, cases: int | None, subset: str | None, latency_ms: float) -
     for section in out.values():
         section["network_blocked"] = list(guard.blocked)
         section["unrecognised_prompts"] = len(unknown)
-        section["environment"] = {"python": platform.python_version(), "openai_sdk": _version("openai"),
-                                  "server_latency_ms": latency_ms, "subset": subset,
+        section["environment"] = {"python": platform.python_version(), "interpreter": sys.executable,
+                                  "openai_sdk": _version("openai"), "server_latency_ms": latency_ms,
+                                  "subset": subset, "cases_limit": cases,
                                   "command": "python bench/bench_model.py " + " ".join(sys.argv[1:])}
     return out
 

@@ -302,7 +302,9 @@ def make_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--config", default=DEFAULT_CONFIG, help=f"config file (default {DEFAULT_CONFIG})")
+        p.add_argument("project", nargs="?", default=None,
+                       help=f"project folder (its {DEFAULT_CONFIG}) or config file; same as --config")
+        p.add_argument("--config", default=DEFAULT_CONFIG, help=f"config file or folder (default {DEFAULT_CONFIG})")
         p.add_argument("--subset", default=None, help="run only the cases tagged NAME (default: all cases)")
 
     p = sub.add_parser("validate", help="check config, golden set and corpus; exit 0 or 2")
@@ -370,6 +372,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     parser = make_parser()
     args = parser.parse_args(argv)
+    if getattr(args, "project", None):
+        args.config = args.project
     try:
         return args.func(args, out)
     except RagevalError as exc:
@@ -380,6 +384,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         return 130
+    except BrokenPipeError:  # `rageval validate | head`: the reader left; not an error of ours
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except Exception:  # noqa: BLE001 - a bug: show it, but never as "blocked" (1)
         import traceback
         traceback.print_exc()

@@ -336,6 +336,8 @@ class _Reader:
 def load_config(path: str | os.PathLike[str] = DEFAULT_CONFIG) -> Config:
     """Read and validate a rageval.yml. Raises ConfigError naming the file, key and line."""
     path = Path(path)
+    if path.is_dir():
+        path = path / DEFAULT_CONFIG
     if not path.is_file():
         raise ConfigError(MSG_NOT_FOUND.format(path=path))
     text = path.read_text(encoding="utf-8")

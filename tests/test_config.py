@@ -85,3 +85,12 @@ def test_literal_header_values_never_reach_results(tmp_path):
                                       'headers: {Authorization: "Bearer ${TOK}", X-Key: literal-secret}}\n'))
     headers = cfg.to_dict()["app"]["headers"]
     assert headers == {"Authorization": "Bearer ${TOK}", "X-Key": "***"}
+
+
+def test_a_project_folder_is_accepted_where_a_config_file_is(run_cli, tmp_path):
+    from conftest import ROOT
+    code, out, err = run_cli("validate", ROOT / "examples" / "banhang", "--no-git")
+    assert code == 0, err
+    assert out.startswith("ok: rageval.yml: golden set banhang-returns v4 (123 cases)")
+    code, _, err = run_cli("run", tmp_path)
+    assert code == 2 and f"{tmp_path / 'rageval.yml'}: config file not found" in err
