@@ -55,21 +55,22 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Self
 
 ROOT = Path(__file__).resolve().parent.parent
 for _p in (ROOT, ROOT / "tests"):
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
 
-from openai_server import OpenAIServer  # noqa: E402  (tests/openai_server.py)
+from openai_server import OpenAIServer
 
-from rageval.metrics.faithfulness import EXTRACT_SYSTEM, VERIFY_SYSTEM  # noqa: E402
-from rageval.metrics.judge import JUDGE_SYSTEM, NO_SOURCES  # noqa: E402
-from rageval.text import sentences  # noqa: E402
+from rageval.metrics.faithfulness import EXTRACT_SYSTEM, VERIFY_SYSTEM
+from rageval.metrics.judge import JUDGE_SYSTEM, NO_SOURCES
+from rageval.text import sentences
 
 EXAMPLE = ROOT / "examples" / "banhang"
 CONFIG_NAME = "rageval-openai.yml"
@@ -195,7 +196,7 @@ def classify(body: dict[str, Any]) -> str:
 
 def _generation(text: str) -> str:
     """The first sentence of the first chunk in the prompt, citing its section."""
-    m = re.search(r"\[Đoạn 1 \| mã [^|\]]+ \| mục ([^\]]+)\]\n(.*?)(?:\n\[Đoạn 2 |\nCâu hỏi của khách)", text, re.S)
+    m = re.search(r"\[Đoạn 1 \| mã [^|\]]+ \| mục ([^\]]+)\]\n(.*?)(?:\n\[Đoạn 2 |\nCâu hỏi của khách)", text, re.DOTALL)
     if not m:
         return DECLINE
     body = "\n".join(line for line in m.group(2).splitlines() if line.rstrip().endswith((".", ":", ";", ")")))
@@ -324,7 +325,7 @@ def is_loopback(host: Any) -> bool:
     if not isinstance(host, str):
         return False
     h = host.strip("[]").lower()
-    return h in ("localhost", "::1", "0:0:0:0:0:0:0:1") or h.startswith("127.") or h.startswith("::ffff:127.")
+    return h in ("localhost", "::1", "0:0:0:0:0:0:0:1") or h.startswith(("127.", "::ffff:127."))
 
 
 class LoopbackGuard:
@@ -339,7 +340,7 @@ class LoopbackGuard:
         self.blocked.append(what)
         raise OSError(f"bench loopback guard: refused {what}")
 
-    def __enter__(self) -> LoopbackGuard:
+    def __enter__(self) -> Self:
         guard = self
         orig_connect, orig_connect_ex, orig_gai = socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo
 
@@ -405,8 +406,8 @@ def run_ours(server: OpenAIServer, recorder: Recorder, workdir: Path, *, cases: 
 
     Returns ``{"section": {...results...}, "inputs": [per-case question/answer/context/expected]}``;
     ``section["per_case_calls"]`` maps case id -> calls per stage (the LLM client's own count)."""
-    import rageval.apps.builtin  # noqa: F401 - imported before the clock starts, as the other tools' are
-    import rageval.judging  # noqa: F401
+    import rageval.apps.builtin
+    import rageval.judging
     import rageval.llm  # noqa: F401
     from rageval.config import load_config
     from rageval.runner import prepare
@@ -494,7 +495,7 @@ def run_ours_faithfulness(server: OpenAIServer, recorder: Recorder, workdir: Pat
         mark = recorder.mark()
         started = time.perf_counter()
 
-        def one(item: dict[str, Any]) -> Any:
+        def one(item: dict[str, Any], client: LLMClient = client) -> Any:
             return check_faithfulness(client, model, item["question"], item["answer"], item["contexts"],
                                       item["expected_text"], case_id=item["id"])
 

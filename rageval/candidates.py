@@ -109,15 +109,17 @@ MSG_EMPTY_PATTERN = ("order pattern {pattern!r} matches the empty string, so it 
 MSG_BAD_NAME = "names: entry #{index} ({value!r}) has no letters. Give full names such as 'Nguyễn Văn An'."
 
 #: Words left out of the text that is embedded for de-duplication and clustering (folded forms):
-#: Vietnamese particles, pronouns and question words that every intent shares ("có … không",
-#: "thì sao ạ", "shop ơi"), and a few English ones. Words whose folded form collides with a
+#: Vietnamese particles, pronouns, pleasantries and question words that every intent shares
+#: ("có … không", "thì sao ạ", "shop ơi", "cảm ơn"), and a few English ones. Words whose folded form collides with a
 #: content word are kept: "bao" (bao lâu / bảo hành), "may" (mấy / máy), "tien" (tiền).
-STOPWORDS: frozenset[str] = frozenset("""
+_STOPWORDS_TEXT = """
 a ah ak alo anh ban cho chi chua co cua cung dc de den di do duoc em gi ha hok hoi k kg khi khong ko
 la lai luon ma minh nao nay nha nhe nhieu nhu nua o oi ra roi sao sau sdt shop so the thi thoi toi
-trong tu va vao vay ve voi vs
-an and are at about can do does for from hello hi how i is it me my of or please the to what when you
-""".split())
+trong tu va vao vay ve voi vs cam on xin chao ok oke
+an and are at about can do does for from hello hi how i is it me my of or please thank thanks the to what
+when you
+"""
+STOPWORDS: frozenset[str] = frozenset(_STOPWORDS_TEXT.split())
 
 _PLACEHOLDER = re.compile(r"<(?:PHONE|EMAIL|ORDER|NAME|NUMBER)>")
 _WORD = re.compile(r"\w+")
@@ -137,7 +139,7 @@ _PHONE_START = re.compile(
     r"(?<!\d)(?<!\d[.,])(?:"
     r"(?P<intl>\([ \t]?\+[ \t]?\d{1,3}[ \t]?\)|\+[ \t]?\d{1,3}|00[1-9]\d{0,2}(?=" + _PSEP + r"\d))"
     r"|(?P<vn84>84(?=" + _PSEP + r"?(?:\(0\)|0)?" + _PSEP + r"?[1-9]))"
-    r"|(?P<local>\(0\d{2,3}\)|0\d{2,})"
+    r"|(?P<local>\(0[1-9]\d{1,2}\)|0[1-9]\d+)"
     r")"
 )
 _PHONE_GROUP = re.compile(_PSEP + r"?(\(0\)|\(\d{1,4}\)|\d+)")
@@ -245,47 +247,40 @@ def _is_money(part: str, after: str) -> bool:
     return bool(_MONEY_GROUPED.fullmatch(part)) and part.endswith("000")
 
 
+def _net_spans(text: str, chain: re.Match[str]) -> list[tuple[int, int]]:
+    """The spans of one digit chain that become <NUMBER> (see the module docstring)."""
+    digits = re.sub(r"\D", "", chain.group(0))
+    if _phone_valid("local", digits) or _phone_valid("vn84", digits.removeprefix("00")):
+        return [chain.span()]        # a phone number however grouped, even if a piece looks like a date
+    parts: list[tuple[int, int]] = []
+    start = chain.start()
+    for gap in _CHAIN_GAP.finditer(text, chain.start(), chain.end()):
+        if gap.start() > start:
+            parts.append((start, gap.start()))
+        start = gap.end()
+    parts.append((start, chain.end()))
+    runs: list[list[tuple[int, int]]] = [[]]
+    for a, b in parts:
+        part = text[a:b]
+        if _is_money(part, text[b:b + 8]) or _is_date(part):
+            runs.append([])
+        else:
+            runs[-1].append((a, b))
+    return [(run[0][0], run[-1][1]) for run in runs
+            if run and sum(_digits(text[a:b]) for a, b in run) >= _NET_MIN_DIGITS]
+
+
 def _net(text: str) -> tuple[str, bool]:
     """Replace left-over long digit runs that are neither money nor dates with <NUMBER>."""
     out: list[str] = []
     pos = 0
-    found = False
     for chain in _CHAIN.finditer(text):
-        # parts: (start, end) of the pieces between whitespace gaps
-        parts: list[tuple[int, int]] = []
-        start = chain.start()
-        for gap in _CHAIN_GAP.finditer(text, chain.start(), chain.end()):
-            if gap.start() > start:
-                parts.append((start, gap.start()))
-            start = gap.end()
-        parts.append((start, chain.end()))
-        if _phone_valid("local", re.sub(r"\D", "", chain.group(0))) or \
-                _phone_valid("vn84", re.sub(r"\D", "", chain.group(0))):
-            out.append(text[pos:chain.start()])     # a phone number however grouped, even if a
-            out.append("<NUMBER>")                   # piece of it reads like a date or an amount
-            pos = chain.end()
-            found = True
-            continue
-        run: list[tuple[int, int]] = []
-
-        def flush() -> None:
-            nonlocal pos, found
-            if run and sum(_digits(text[a:b]) for a, b in run) >= _NET_MIN_DIGITS:
-                out.append(text[pos:run[0][0]])
-                out.append("<NUMBER>")
-                pos = run[-1][1]
-                found = True
-            run.clear()
-
-        for a, b in parts:
-            part = text[a:b]
-            if _is_money(part, text[b:b + 8]) or _is_date(part):
-                flush()
-            else:
-                run.append((a, b))
-        flush()
+        for a, b in _net_spans(text, chain):
+            out.append(text[pos:a])
+            out.append("<NUMBER>")
+            pos = b
     out.append(text[pos:])
-    return "".join(out), found
+    return "".join(out), bool(pos)
 
 
 _CHAR_FOLD: dict[str, str] = {}
@@ -646,13 +641,14 @@ def _kmeans(x: np.ndarray, k: int, rng: np.random.Generator, n_init: int = 8, it
 
 
 def _diverse_order(x: np.ndarray, occurrences: list[int], first_line: list[int], limit: int) -> list[int]:
-    """Up to ``limit`` row indices of one cluster: the most repeated question first (ties: the most
-    central, then the earliest), then repeatedly the one least similar to all picked so far."""
+    """Up to ``limit`` row indices of one cluster: first the question that best stands for it
+    (times asked × similarity to the whole cluster; ties: the earliest), then repeatedly the one
+    least similar to all picked so far (ties: the most asked, then the earliest)."""
     size = len(x)
     occ = np.asarray(occurrences)
     line = np.asarray(first_line)
-    central = x @ x.sum(axis=0)
-    first = int(np.lexsort((line, -central, -occ))[0])
+    typical = occ * (x @ x.sum(axis=0))
+    first = int(np.lexsort((line, -typical))[0])
     picked = [first]
     closest = x @ x[first]
     closest[first] = np.inf
@@ -668,9 +664,17 @@ def _default_k(m: int) -> int:
     return max(1, min(m, 30, round(math.sqrt(m / 2))))
 
 
+def _mean_position(word: str, texts: list[list[str]]) -> float:
+    """Mean relative position (0 = first word, 1 = last) of ``word`` where it occurs, so a label
+    reads in the customers' word order ("bao hanh", not "hanh bao")."""
+    spots = [t.index(word) / max(1, len(t) - 1) for t in texts if word in t]
+    return sum(spots) / len(spots)
+
+
 def _labels(texts: list[list[str]], members: list[list[int]], top: int = 3) -> list[str]:
     """Most distinctive folded words of each cluster: share of the cluster's questions using a word
-    × log(#questions / #questions using it); words of one letter and numbers are left out."""
+    × log(#questions / #questions using it); words of one letter and numbers are left out. The
+    chosen words are put in the order customers write them."""
     m = len(texts)
     df: dict[str, int] = {}
     for words in texts:
@@ -683,8 +687,8 @@ def _labels(texts: list[list[str]], members: list[list[int]], top: int = 3) -> l
             for w in set(texts[i]):
                 if len(w) > 1 and not w.isdigit():
                     cdf[w] = cdf.get(w, 0) + 1
-        scored = sorted(cdf, key=lambda w: (-(cdf[w] / len(group)) * math.log((m + 1) / df[w]), w))
-        out.append(" ".join(scored[:top]))
+        best = sorted(cdf, key=lambda w: (-(cdf[w] / len(group)) * math.log((m + 1) / df[w]), w))[:top]
+        out.append(" ".join(sorted(best, key=lambda w: (_mean_position(w, [texts[i] for i in group]), w))))
     return out
 
 
@@ -705,8 +709,9 @@ def propose(entries: Iterable[LogEntry], *, embedder: Any = None, n: int = 40, n
     3. Drop questions equal or near (same threshold) to one of ``existing_questions``.
     4. Cluster what is left by intent: spherical k-means on the embeddings, ``k`` defaulting to
        round(sqrt(questions / 2)) within 1..30, seeded by ``seed``.
-    5. Sample round-robin over the clusters (most asked first): in each cluster the most repeated
-       question first, then each time the one least similar to those already picked.
+    5. Sample round-robin over the clusters (most asked first): in each cluster first the question
+       that best stands for it (times asked × similarity to the cluster), then each time the one
+       least similar to those already picked.
 
     ``embedder`` defaults to a new :class:`rageval.embedding.LocalEmbedder`; it is fitted on the
     questions (and ``existing_questions``) with ``fit``, as the Embedder protocol expects.

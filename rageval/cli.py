@@ -295,6 +295,29 @@ def cmd_golden_add(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+def cmd_golden_candidates(args: argparse.Namespace, out: TextIO) -> int:
+    from rageval.candidates import DEFAULT_ORDER_PATTERNS, load_logs, load_names, propose, render_candidates_yaml
+    from rageval.embedding import LocalEmbedder
+    from rageval.golden import load_golden
+    from rageval.runner import write_text
+
+    cfg = load_config(args.config)
+    existing = [c.question for c in load_golden(cfg.golden).cases]
+    entries = load_logs(args.logs, field=args.field)
+    patterns = [*DEFAULT_ORDER_PATTERNS, *(args.order_pattern or ())]
+    # the local embedder always: logs hold customers' text, which must not leave the machine to be clustered
+    candidates = propose(entries, embedder=LocalEmbedder(dim=cfg.embedding.dim), n=args.n, seed=args.seed,
+                         names=load_names(args.names) if args.names else (), order_patterns=patterns,
+                         existing_questions=existing)
+    write_text(args.out, render_candidates_yaml(candidates, source=Path(args.logs).name))
+    out.write(f"{len(entries)} messages → {candidates.unique} distinct after scrubbing and merging "
+              f"{candidates.merged} near-duplicates ({candidates.dropped_existing} already in the golden set) → "
+              f"{len(candidates.clusters)} intents → {len(candidates.candidates)} candidates\n"
+              f"wrote {args.out}: label each case (expected_sections, expected_answer), then copy it into "
+              f"{cfg.golden.name} with `rageval golden add`\n")
+    return EXIT_OK
+
+
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rageval", description="Evaluate a RAG system on a golden set and gate "
                                      "pull requests on the result.")
@@ -357,6 +380,20 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--must-not-include", action="append", metavar="TEXT", help="text the answer must not contain")
     p.add_argument("--out-of-scope", action="store_true", help="the documents do not answer it: expect a refusal")
     p.set_defaults(func=cmd_golden_add)
+
+    p = gsub.add_parser("candidates", help="propose cases from chat logs: personal data scrubbed, duplicates merged, "
+                        "grouped by intent, a diverse sample to label")
+    p.add_argument("--config", default=DEFAULT_CONFIG, help=f"config file (default {DEFAULT_CONFIG})")
+    p.add_argument("--logs", required=True, help="JSONL chat log, one message per line")
+    p.add_argument("--out", required=True, help="where to write the candidates YAML")
+    p.add_argument("--field", default=None, help="the JSON key holding the customer's text "
+                   "(default: question, message, text, content or an OpenAI-style messages list)")
+    p.add_argument("--names", default=None, help="file of customer/staff names to scrub, one per line")
+    p.add_argument("--order-pattern", action="append", metavar="REGEX",
+                   help="extra order-code pattern to scrub (repeatable; the built-in ones always apply)")
+    p.add_argument("-n", type=int, default=40, help="candidates to propose (default 40)")
+    p.add_argument("--seed", type=int, default=0, help="clustering/sampling seed (default 0)")
+    p.set_defaults(func=cmd_golden_candidates)
 
     p = sub.add_parser("report", help="render the markdown report from saved results")
     p.add_argument("--config", default=DEFAULT_CONFIG)

@@ -7,7 +7,6 @@ import json
 import sys
 
 import pytest
-
 from conftest import ROOT
 from openai_server import OpenAIServer
 

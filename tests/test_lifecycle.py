@@ -317,3 +317,28 @@ def test_coverage_per_section_and_slice_matches_an_independent_count(project, ru
     assert f"coverage: sections with fewer than 3 cases: {', '.join(thin)}" in out
     assert "coverage: gated slices with no case: type=chitchat" in out
     assert f"DT-1 {per_section['DT-1']}," in out and "type=injection 6" in out
+
+
+# --- logs → candidates (the CLI; the scrubber's tables are in test_candidates.py) ----------------
+
+def test_golden_candidates_from_logs_leaves_no_personal_data(project, run_cli, tmp_path):
+    logs = ROOT / "tests" / "data" / "chat-logs.jsonl"
+    names = tmp_path / "names.txt"
+    names.write_text("Trần Thị Bích\nNguyễn Văn An\n", encoding="utf-8")
+    out = tmp_path / "candidates.yaml"
+    code, stdout, err = run_cli("golden", "candidates", "--config", project / "rageval.yml", "--logs", logs,
+                                "--names", names, "--out", out, "-n", "60")
+    assert code == 0, err
+    assert "61 messages →" in stdout and f"wrote {out}" in stdout
+    text = out.read_text(encoding="utf-8")
+    for secret in ("0912 345 678", "912345678", "0987.654.321", "903 123 456", "415 555 0132",
+                   "nguyen.van.an@gmail.com", "lethihoa88@yahoo.com", "DH-2026-0012345", "dh-2026-0012399",
+                   "Trần Thị Bích", "nguyen van an"):
+        assert secret.casefold() not in text.casefold(), secret
+    questions = [c["question"] for c in yaml.safe_load(text)["cases"]]
+    # the customers' own spelling is kept, only the personal data is replaced
+    assert "ao mac ko vua thi tra dc ko, sdt em <PHONE>" in questions
+    assert "Em mua áo mặc không vừa, trả lại được không shop? Đơn <ORDER> ạ" in questions
+    # a question already in the golden set is not proposed again
+    golden_questions = {c["question"] for c in yaml.safe_load((project / "golden.yaml").read_text())["cases"]}
+    assert not golden_questions & set(questions)
