@@ -80,7 +80,7 @@ class Evaluation:
         from rageval import lifecycle
 
         units = self.cfg.checks.units
-        return lifecycle.golden_snapshot(self.golden, units), lifecycle.corpus_snapshot(self.corpus, units)
+        return lifecycle.golden_snapshot(self.golden, units), lifecycle.corpus_snapshot(self.corpus, self.golden, units)
 
     @property
     def deterministic(self) -> bool:
