@@ -324,10 +324,13 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"rageval {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def common(p: argparse.ArgumentParser) -> None:
+    def config_arg(p: argparse.ArgumentParser) -> None:
         p.add_argument("project", nargs="?", default=None,
                        help=f"project folder (its {DEFAULT_CONFIG}) or config file; same as --config")
         p.add_argument("--config", default=DEFAULT_CONFIG, help=f"config file or folder (default {DEFAULT_CONFIG})")
+
+    def common(p: argparse.ArgumentParser) -> None:
+        config_arg(p)
         p.add_argument("--subset", default=None, help="run only the cases tagged NAME (default: all cases)")
 
     p = sub.add_parser("validate", help="check config, golden set and corpus; exit 0 or 2")
@@ -370,7 +373,7 @@ def make_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("golden", help="maintain the golden set: add a case from an incident, propose cases from logs")
     gsub = p.add_subparsers(dest="golden_command", required=True)
     p = gsub.add_parser("add", help="append a case (fresh id, version bump, changelog line), keeping comments")
-    p.add_argument("--config", default=DEFAULT_CONFIG, help=f"config file (default {DEFAULT_CONFIG})")
+    config_arg(p)
     p.add_argument("--question", required=True, help="the question as the customer asked it")
     p.add_argument("--expected-sections", action="append", metavar="IDS", help="e.g. DT-1,DT-3 (repeatable)")
     p.add_argument("--expected-answer", default=None, help="the correct answer, numbers copied from the source")
@@ -383,7 +386,7 @@ def make_parser() -> argparse.ArgumentParser:
 
     p = gsub.add_parser("candidates", help="propose cases from chat logs: personal data scrubbed, duplicates merged, "
                         "grouped by intent, a diverse sample to label")
-    p.add_argument("--config", default=DEFAULT_CONFIG, help=f"config file (default {DEFAULT_CONFIG})")
+    config_arg(p)
     p.add_argument("--logs", required=True, help="JSONL chat log, one message per line")
     p.add_argument("--out", required=True, help="where to write the candidates YAML")
     p.add_argument("--field", default=None, help="the JSON key holding the customer's text "
