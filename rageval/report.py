@@ -42,6 +42,7 @@ DEFAULT_MAX_CHARS = 60_000
 SUMMARY_LINE_MAX = 140              # GitHub commit status descriptions are cut at 140 characters
 ANSWER_MAX_CHARS = 1_500
 QUESTION_MAX_CHARS = 300
+COVERAGE_MAX_ITEMS = 60             # sections / slices listed by name in the coverage details
 TEMPLATES = Path(__file__).parent / "templates"
 
 #: (pass→fail cases shown in full, rows of the other case lists, reasons shown) per attempt;
@@ -176,6 +177,12 @@ def _golden_changes(verdict: Verdict, baseline: Mapping[str, Any] | None, candid
         ids = [i for i in change["cases"] if not hidden(i)]
         sections.append({**change, "shown": ids, "n_hidden": len(change["cases"]) - len(ids)})
     coverage = verdict.golden.get("coverage")
+    if coverage:
+        coverage = {**coverage,
+                    "sections_shown": list(coverage["by_section"].items())[:COVERAGE_MAX_ITEMS],
+                    "slices_shown": list(coverage["by_slice"].items())[:COVERAGE_MAX_ITEMS],
+                    "thin_shown": list(coverage["thin_sections"])[:COVERAGE_MAX_ITEMS],
+                    "n_covered": sum(1 for n in coverage["by_section"].values() if n)}
     return {
         "gd_any": bool(added or removed or changed or added_hidden or removed_hidden or changed_hidden),
         "gd_added": [{"id": i, "question": after[i].get("question")} for i in added],
