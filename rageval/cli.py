@@ -110,17 +110,19 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
         from rageval.apps.replay import load_traces
         load_traces(cfg.app.path)
 
-    # version discipline: against the baseline RunResult and/or the file as committed at a git ref
+    # version discipline: against the baseline RunResult and/or the file as committed at a git ref;
+    # ids: against those and the file's recent git history (one message per reused id)
     now = lifecycle.reference_from_golden(golden, "the working copy")
     problems: list[str] = []
     checked: list[str] = []
+    references: list[lifecycle.Reference] = []
     if args.baseline:
         before = lifecycle.reference_from_result(load_result(args.baseline), f"the baseline {args.baseline}")
         if before is None:
             out.write(f"note: {args.baseline} has no golden snapshot (written by an older rageval); "
                       "version discipline not checked against it\n")
         else:
-            problems += lifecycle.version_problems(before, now, str(golden.path))
+            references.append(before)
             checked.append(before.label)
     if not args.no_git:
         ref = args.against or lifecycle.default_git_ref()
@@ -128,8 +130,15 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
         if before is None:
             out.write(f"note: version discipline not checked against git: {why}\n")
         else:
-            problems += [p for p in lifecycle.version_problems(before, now, str(golden.path)) if p not in problems]
+            references.append(before)
             checked.append(before.label)
+    for before in references:
+        problems += [p for p in lifecycle.version_problems(before, now, str(golden.path), check_ids=False)
+                     if p not in problems]
+    history = lifecycle.git_history(cfg.golden)[0] if not args.no_git else []
+    problems += lifecycle.reused_ids([*references, *history], now, str(golden.path))
+    if history:
+        checked.append(f"the ids used in {len(history)} commit{'s' if len(history) != 1 else ''} of {golden.path.name}")
     if problems:
         raise DatasetError("\n".join(problems))
 
@@ -279,12 +288,15 @@ def _split_list(values: Sequence[str] | None) -> list[str]:
 
 
 def cmd_golden_add(args: argparse.Namespace, out: TextIO) -> int:
+    from rageval import lifecycle
     from rageval.corpus import load_corpus
+    from rageval.golden import load_golden
     from rageval.golden_edit import add_case, write_added
 
     cfg = load_config(args.config)
     corpus = load_corpus(cfg.corpus, cfg.root)
-    result = add_case(cfg.golden, question=args.question, expected_sections=_split_list(args.expected_sections),
+    history, _ = lifecycle.git_history(cfg.golden)   # ids used before are not handed out again
+    result = add_case(cfg.golden, retired_ids=lifecycle.retired_ids(history, load_golden(cfg.golden)), question=args.question, expected_sections=_split_list(args.expected_sections),
                       expected_answer=args.expected_answer or "", source=args.source,
                       tags=_split_list(args.tags), must_include=args.must_include or (),
                       must_not_include=args.must_not_include or (), out_of_scope=args.out_of_scope,

@@ -100,8 +100,10 @@ class AddResult:
 def add_case(path: Path, *, question: str, expected_sections: Sequence[str] = (), expected_answer: str = "",
              source: str = "", tags: Sequence[str] = (), slice: Mapping[str, Any] | None = None,
              must_include: Sequence[str] = (), must_not_include: Sequence[str] = (), out_of_scope: bool = False,
-             known_sections: Iterable[str] | None = None, today: date | None = None) -> AddResult:
+             known_sections: Iterable[str] | None = None, today: date | None = None,
+             retired_ids: Iterable[str] = ()) -> AddResult:
     """Prepare the golden set at ``path`` with one more case; write nothing (see :func:`write_added`).
+    ``retired_ids`` (ids earlier versions used, e.g. from git history) are never handed out again.
 
     Raises DatasetError when the input is invalid (empty question, bad incident date, unknown
     section, a question already in the set), when the file cannot be edited safely (seed format,
@@ -116,7 +118,7 @@ def add_case(path: Path, *, question: str, expected_sections: Sequence[str] = ()
                                expected_answer=expected_answer, source=source, tags=tags, slice=slice,
                                must_include=must_include, must_not_include=must_not_include,
                                out_of_scope=out_of_scope, known_sections=known_sections)
-    case_id = next_case_id([c.id for c in golden.cases])
+    case_id = next_case_id([c.id for c in golden.cases], retired=retired_ids)
     case = Case(id=case_id, **fields)
     old_version = golden.version
     new_version = bump_version(old_version, path)
@@ -159,17 +161,20 @@ def write_added(path: Path, result: AddResult) -> None:
 # Pure pieces: id, version, changelog line, scalar rendering.
 # --------------------------------------------------------------------------------------------
 
-def next_case_id(existing: Sequence[str]) -> str:
+def next_case_id(existing: Sequence[str], retired: Iterable[str] = ()) -> str:
     """Follow the file's id scheme: q01..q123 -> q124 (prefix + highest number + 1, zero-padded to
     the widest number seen). Ids with no common ``<prefix><number>`` form -> ``case-<n>``.
-    Never returns an id that exists."""
-    taken = set(existing)
+    Never returns an id that exists, nor a ``retired`` one (an id an earlier version used for
+    another question: after q124 was removed, the next case is q125, not q124 again)."""
+    retired = [i for i in retired if i not in set(existing)]
+    taken = set(existing) | set(retired)
     numbered = [m for m in (_NUMBERED_ID.fullmatch(i) for i in existing) if m]
     prefixes = {m.group(1) for m in numbered}
     if numbered and len(prefixes) == 1:
         prefix = prefixes.pop()
         width = max(len(m.group(2)) for m in numbered)
-        n = max(int(m.group(2)) for m in numbered) + 1
+        same_scheme = [m for m in (_NUMBERED_ID.fullmatch(i) for i in retired) if m and m.group(1) == prefix]
+        n = max(int(m.group(2)) for m in [*numbered, *same_scheme]) + 1
         while f"{prefix}{str(n).zfill(width)}" in taken:
             n += 1
         return f"{prefix}{str(n).zfill(width)}"

@@ -34,6 +34,7 @@ SAME_QUESTION_JACCARD = 0.5
 LEAK_MIN_WORDS = 4
 LEAK_NGRAM = 3
 GIT_TIMEOUT_S = 10
+GIT_HISTORY_COMMITS = 50        # how far back `validate` and `golden add` look for ids used before
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -144,6 +145,62 @@ def reference_from_git(path: Path, ref: str) -> tuple[Reference | None, str]:
     return reference_from_golden(golden, label), ""
 
 
+def git_history(path: Path, max_commits: int = GIT_HISTORY_COMMITS) -> tuple[list[Reference], str]:
+    """The golden file as committed in its last ``max_commits`` commits, newest first:
+    (references, "") or ([], why not). Versions that do not load are skipped."""
+    path = path.resolve()
+    try:
+        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=path.parent, capture_output=True,
+                             text=True, timeout=GIT_TIMEOUT_S)
+        if top.returncode != 0:
+            return [], f"{path.parent} is not in a git work tree"
+        root = Path(top.stdout.strip()).resolve()
+        rel = path.relative_to(root).as_posix()
+        log = subprocess.run(["git", "log", f"-n{max_commits}", "--format=%h", "--", rel], cwd=root,
+                             capture_output=True, text=True, timeout=GIT_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return [], f"git is not available ({exc.__class__.__name__})"
+    if log.returncode != 0:
+        return [], f"`git log` failed: {log.stderr.strip()[:200]}"
+    refs = []
+    for commit in log.stdout.split():
+        try:
+            shown = subprocess.run(["git", "show", f"{commit}:{rel}"], cwd=path.parent, capture_output=True,
+                                   timeout=GIT_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            continue
+        if shown.returncode != 0:
+            continue
+        try:
+            golden = parse_golden(shown.stdout, Path(f"{rel}@{commit}"))
+        except DatasetError:
+            continue
+        refs.append(reference_from_golden(golden, f"git {commit}"))
+    return refs, ""
+
+
+def retired_ids(history: Sequence[Reference], golden: GoldenSet) -> list[str]:
+    """Ids earlier versions used that the current golden set no longer has."""
+    now = {c.id for c in golden.full.cases}
+    return sorted({i for ref in history for i in ref.questions if i not in now})
+
+
+def reused_ids(history: Sequence[Reference], current: Reference, where: str) -> list[str]:
+    """Ids that any version in ``history`` used for a different question (one message per id, the
+    most recent conflicting version)."""
+    problems = []
+    for case_id, question in current.questions.items():
+        for ref in history:
+            old = ref.questions.get(case_id)
+            if old is not None and _different_question(old, question):
+                problems.append(
+                    f"{where}: case id '{case_id}' is reused for a different question: at {ref.label} "
+                    f"(v{ref.version}) it asked {old!r}, now it asks {question!r}. Baselines and old reports "
+                    f"refer to cases by id; give the new question a new id.")
+                break
+    return problems
+
+
 def _different_question(before: str, after: str) -> bool:
     a, b = set(_words(before)), set(_words(after))
     if not a or not b:
@@ -151,7 +208,8 @@ def _different_question(before: str, after: str) -> bool:
     return len(a & b) / len(a | b) < SAME_QUESTION_JACCARD
 
 
-def version_problems(before: Reference, after: Reference, where: str, *, quote: bool = True) -> list[str]:
+def version_problems(before: Reference, after: Reference, where: str, *, quote: bool = True,
+                     check_ids: bool = True) -> list[str]:
     """Messages for content changed without a version bump, and for ids reused for another question.
     ``where`` names the golden file in the messages; ``quote=False`` leaves the questions' text out
     (the PR comment must not show holdout questions)."""
@@ -169,7 +227,7 @@ def version_problems(before: Reference, after: Reference, where: str, *, quote: 
             f"(`rageval golden add` does both).")
     for case_id, question in after.questions.items():
         old = before.questions.get(case_id)
-        if old is not None and _different_question(old, question):
+        if check_ids and old is not None and _different_question(old, question):
             if not quote and (case_id in before.holdout or case_id in after.holdout):
                 problems.append(f"{where}: a holdout case id is reused for a different question "
                                 f"(details hidden). Give the new question a new id.")

@@ -199,7 +199,7 @@ def test_version_discipline_against_git_history(project, run_cli, monkeypatch):
     git(project, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "golden v4")
     config = project / "rageval.yml"
     code, out, _ = run_cli("validate", "--config", config)
-    assert code == 0 and "version 4 is consistent with git HEAD" in out
+    assert code == 0 and "version 4 is consistent with git HEAD and the ids used in 1 commit of golden.yaml" in out
 
     update_case(project, "q02", "bảo hành 12 tháng tại hãng", "bảo hành 24 tháng tại hãng")
     code, _, err = run_cli("validate", "--config", config)
@@ -365,3 +365,43 @@ def test_coverage_in_the_pr_comment_lists_thin_sections_and_stays_bounded(projec
     assert "Coverage: 6666/10000 sections have a case; 6667 with fewer than 2" in markdown
     assert "S-59 2 …and 9940 more." in markdown and "S-60 " not in markdown
     assert "…and 6607 more." in markdown and len(markdown) < 20_000
+
+
+def remove_case(project: Path, case_id: str) -> None:
+    golden = project / "golden.yaml"
+    text = golden.read_text(encoding="utf-8")
+    start = text.index(f"  - id: {case_id}\n")
+    end = text.find("\n  - id: ", start + 1)
+    golden.write_text(text[:start] + (text[end + 1:] if end != -1 else ""), encoding="utf-8")
+
+
+def commit(project: Path, message: str) -> None:
+    ident = ("-c", "user.name=t", "-c", "user.email=t@example.com")
+    git(project, *ident, "add", "-A")
+    git(project, *ident, "commit", "-qm", message)
+
+
+def test_an_id_retired_in_an_earlier_commit_is_not_reused(project, run_cli, monkeypatch):
+    monkeypatch.delenv("GITHUB_BASE_REF", raising=False)
+    git(project, "init", "-q")
+    commit(project, "golden v4")
+    remove_case(project, "q123")                 # the newest case is retired in v5
+    bump_version(project, "v4 -> v5: - q123")
+    commit(project, "golden v5")
+    config = project / "rageval.yml"
+
+    # `golden add` does not hand q123 out again: HEAD no longer has it, history does
+    code, out, err = run_cli("golden", "add", config, "--question", "Đổi size giày cần giữ hộp không?",
+                             "--expected-sections", "DT-9", "--source", "incident-2026-11-29")
+    assert code == 0, err
+    assert out.startswith("added q124 to golden.yaml; version 5 → 6")
+    git(project, "checkout", "-q", "--", "golden.yaml")
+
+    # a hand edit that brings q123 back for another question fails validate, naming the old commit
+    golden = project / "golden.yaml"
+    golden.write_text(golden.read_text(encoding="utf-8").replace("version: 5", "version: 6")
+                      + '  - id: q123\n    question: "Đổi size giày cần giữ hộp không?"\n'
+                        '    expected_sections: [DT-9]\n', encoding="utf-8")
+    code, _, err = run_cli("validate", config)
+    assert code == 2
+    assert re.search(r"case id 'q123' is reused for a different question: at git [0-9a-f]{7,} \(v4\) it asked", err)
