@@ -67,6 +67,11 @@ def format_summary(result: dict[str, Any]) -> str:
         lines.append(f"  {'ERROR' if case.get('error') else 'FAIL '} {case['id']}: {why}")
     if len(failing) > 20:
         lines.append(f"  …and {len(failing) - 20} more")
+    leaks = (result.get("golden_checks") or {}).get("leaks") or []
+    if leaks:
+        where = sorted({x["where"] for x in leaks})
+        lines.append(f"warning: {len(leaks)} golden question{'s' if len(leaks) != 1 else ''} found in "
+                     f"{', '.join(where[:3])}{' …' if len(where) > 3 else ''} (leak check; details: rageval validate)")
     return "\n".join(lines)
 
 

@@ -277,6 +277,9 @@ def test_a_golden_question_in_the_few_shot_file_is_a_warning_naming_file_and_lin
     code, _, err = run_cli("validate", "--config", config, "--no-git")
     assert code == 2 and "q01 appears in few-shot.md line 3" in err and "TIP golden_checks.leaks is 'fail'" in err
 
+    code, out, _ = run_cli("run", config, "--subset", "pr")
+    assert code == 0
+    assert "warning: 1 golden question found in few-shot.md line 3 (leak check; details: rageval validate)" in out
     verdict_path = tmp_path / "v.json"
     code, _, err = run_cli("gate", "--config", config, "--subset", "pr", "--out", verdict_path)
     leaks = [r for r in json.loads(verdict_path.read_text())["reasons"] if r["rule"] == "leak"]
