@@ -147,22 +147,17 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     if problems:
         raise DatasetError("\n".join(problems))
 
-    gc = cfg.golden_checks
-    leaks = []
-    if gc.leaks != "off":
-        places = lifecycle.leak_places(cfg.generation.prompt, gc.leak_files, corpus, cfg.root)
-        leaks = lifecycle.find_leaks(golden.cases, places, gc.leak_overlap)
-        if leaks and gc.leaks == "fail":
-            raise DatasetError("\n".join(f"{cfg.golden}: {x.message()}" for x in leaks),
-                               tip="golden_checks.leaks is 'fail'; set it to 'warn' to report leaks without failing.")
+    leaks, cov = lifecycle.check_golden(cfg, golden, corpus)
+    if leaks and cfg.golden_checks.leaks == "fail":
+        raise DatasetError("\n".join(f"{cfg.golden}: {x.message()}" for x in leaks),
+                           tip="golden_checks.leaks is 'fail'; set it to 'warn' to report leaks without failing.")
     out.write(f"ok: {cfg.path.name}: golden set {golden.name} v{golden.version} ({len(golden.cases)} cases), "
               f"corpus {len(corpus.sections)} sections in {len(corpus.files)} files → {len(chunks)} chunks "
               f"of ≤{cfg.chunking.size} tokens\n")
     if checked:
         out.write(f"ok: version {golden.version} is consistent with {' and '.join(checked)}\n")
-    for leak in leaks:
+    for leak in leaks or ():
         out.write(f"warning: {leak.message()}\n")
-    cov = lifecycle.coverage(golden, corpus.ids(), cfg.gate.slices, gc.min_cases_per_section)
     out.write("\n".join(lifecycle.coverage_lines(cov)) + "\n")
     return EXIT_OK
 

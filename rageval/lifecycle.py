@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rageval.config import Config
 from rageval.corpus import Corpus
 from rageval.errors import DatasetError
 from rageval.golden import Case, GoldenSet, parse_golden, slice_labels
@@ -119,63 +120,63 @@ def default_git_ref(env: Mapping[str, str] | None = None) -> str:
     return f"origin/{base}" if base else "HEAD"
 
 
+def _git(args: Sequence[str], cwd: Path) -> subprocess.CompletedProcess[bytes] | None:
+    """Run git with a timeout; None when git is missing or hangs."""
+    try:
+        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, timeout=GIT_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def _in_repo(path: Path) -> tuple[Path, str] | str:
+    """(work tree root, path relative to it) for ``path``, or why not."""
+    path = path.resolve()
+    top = _git(["rev-parse", "--show-toplevel"], path.parent)
+    if top is None:
+        return "git is not available"
+    if top.returncode != 0:
+        return f"{path.parent} is not in a git work tree"
+    root = Path(top.stdout.decode().strip()).resolve()
+    return root, path.relative_to(root).as_posix()
+
+
+def _committed(root: Path, rel: str, rev: str) -> GoldenSet | str:
+    """The golden set as committed at ``rev``, or why not."""
+    shown = _git(["show", f"{rev}:{rel}"], root)
+    if shown is None or shown.returncode != 0:
+        return f"{rel} does not exist at {rev}"
+    try:
+        return parse_golden(shown.stdout, Path(f"{rel}@{rev}"))
+    except DatasetError as exc:
+        return f"the version at {rev} does not load ({exc})"
+
+
 def reference_from_git(path: Path, ref: str) -> tuple[Reference | None, str]:
     """The golden file as committed at ``ref``: (reference, "") or (None, why not)."""
-    path = path.resolve()
-    try:
-        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=path.parent, capture_output=True,
-                             text=True, timeout=GIT_TIMEOUT_S)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return None, f"git is not available ({exc.__class__.__name__})"
-    if top.returncode != 0:
-        return None, f"{path.parent} is not in a git work tree"
-    rel = path.relative_to(Path(top.stdout.strip()).resolve()).as_posix()
-    try:
-        shown = subprocess.run(["git", "show", f"{ref}:{rel}"], cwd=path.parent, capture_output=True,
-                               timeout=GIT_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return None, f"`git show {ref}:{rel}` timed out"
-    if shown.returncode != 0:
-        return None, f"{rel} does not exist at {ref}"
-    label = f"git {ref}"
-    try:
-        golden = parse_golden(shown.stdout, Path(f"{rel}@{ref}"))
-    except DatasetError as exc:
-        return None, f"the version at {ref} does not load ({exc})"
-    return reference_from_golden(golden, label), ""
+    where = _in_repo(path)
+    if isinstance(where, str):
+        return None, where
+    golden = _committed(*where, ref)
+    if isinstance(golden, str):
+        return None, golden
+    return reference_from_golden(golden, f"git {ref}"), ""
 
 
 def git_history(path: Path, max_commits: int = GIT_HISTORY_COMMITS) -> tuple[list[Reference], str]:
     """The golden file as committed in its last ``max_commits`` commits, newest first:
     (references, "") or ([], why not). Versions that do not load are skipped."""
-    path = path.resolve()
-    try:
-        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=path.parent, capture_output=True,
-                             text=True, timeout=GIT_TIMEOUT_S)
-        if top.returncode != 0:
-            return [], f"{path.parent} is not in a git work tree"
-        root = Path(top.stdout.strip()).resolve()
-        rel = path.relative_to(root).as_posix()
-        log = subprocess.run(["git", "log", f"-n{max_commits}", "--format=%h", "--", rel], cwd=root,
-                             capture_output=True, text=True, timeout=GIT_TIMEOUT_S)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return [], f"git is not available ({exc.__class__.__name__})"
-    if log.returncode != 0:
-        return [], f"`git log` failed: {log.stderr.strip()[:200]}"
+    where = _in_repo(path)
+    if isinstance(where, str):
+        return [], where
+    root, rel = where
+    log = _git(["log", f"-n{max_commits}", "--format=%h", "--", rel], root)
+    if log is None or log.returncode != 0:
+        return [], "`git log` failed"
     refs = []
-    for commit in log.stdout.split():
-        try:
-            shown = subprocess.run(["git", "show", f"{commit}:{rel}"], cwd=path.parent, capture_output=True,
-                                   timeout=GIT_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            continue
-        if shown.returncode != 0:
-            continue
-        try:
-            golden = parse_golden(shown.stdout, Path(f"{rel}@{commit}"))
-        except DatasetError:
-            continue
-        refs.append(reference_from_golden(golden, f"git {commit}"))
+    for commit in log.stdout.decode().split():
+        golden = _committed(root, rel, commit)
+        if not isinstance(golden, str):
+            refs.append(reference_from_golden(golden, f"git {commit}"))
     return refs, ""
 
 
@@ -351,6 +352,9 @@ class Leak:
     overlap: float                # share of the question's word 3-grams found there
     holdout: bool
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"case": self.case, "where": self.where, "overlap": self.overlap, "holdout": self.holdout}
+
     def message(self) -> str:
         who = "a holdout case" if self.holdout else self.case
         return (f"leak: the question of {who} appears in {self.where} ({self.overlap:.0%} of its word "
@@ -430,6 +434,17 @@ def coverage(golden: GoldenSet, section_ids: Sequence[str], gated_slices: Iterab
             "thin_sections": [s for s, n in by_section.items() if n < min_cases],
             "empty_slices": [s for s in gated_slices if by_slice.get(s, 0) == 0],
             "min_cases": min_cases}
+
+
+def check_golden(cfg: Config, golden: GoldenSet, corpus: Corpus) -> tuple[list[Leak] | None, dict[str, Any]]:
+    """The golden set's own checks as `validate` and every RunResult report them: leaks (None when
+    ``golden_checks.leaks`` is off) and coverage, both over the whole golden set."""
+    gc = cfg.golden_checks
+    leaks = None
+    if gc.leaks != "off":
+        places = leak_places(cfg.generation.prompt, gc.leak_files, corpus, cfg.root)
+        leaks = find_leaks(golden.full.cases, places, gc.leak_overlap)
+    return leaks, coverage(golden, corpus.ids(), cfg.gate.slices, gc.min_cases_per_section)
 
 
 def coverage_lines(cov: Mapping[str, Any]) -> list[str]:

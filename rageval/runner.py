@@ -64,15 +64,8 @@ class Evaluation:
         computed once per evaluation, recorded in every RunResult it builds."""
         from rageval import lifecycle
 
-        gc = self.cfg.golden_checks
-        leaks = None
-        if gc.leaks != "off":
-            places = lifecycle.leak_places(self.cfg.generation.prompt, gc.leak_files, self.corpus, self.cfg.root)
-            leaks = [{"case": x.case, "where": x.where, "overlap": x.overlap, "holdout": x.holdout}
-                     for x in lifecycle.find_leaks(self.golden.full.cases, places, gc.leak_overlap)]
-        return {"leaks": leaks,
-                "coverage": lifecycle.coverage(self.golden, self.corpus.ids(), self.cfg.gate.slices,
-                                               gc.min_cases_per_section)}
+        leaks, coverage = lifecycle.check_golden(self.cfg, self.golden, self.corpus)
+        return {"leaks": None if leaks is None else [x.to_dict() for x in leaks], "coverage": coverage}
 
     @cached_property
     def snapshots(self) -> tuple[dict[str, Any], dict[str, Any]]:
