@@ -926,7 +926,8 @@ def golden_checks(cfg: Config, baseline: Mapping[str, Any] | None, candidate: Ma
     leaks = checks.get("leaks") or []
     if cfg.golden_checks.leaks != "off":
         info["leaks"] = leaks
-        reasons += [Reason("leak", lifecycle.Leak(**x).message(),
+        reasons += [Reason("leak", lifecycle.Leak(x.get("case", "?"), x.get("where", "?"), float(x.get("overlap", 0)),
+                                                  bool(x.get("holdout"))).message(),
                            cfg.golden_checks.leaks == "fail", case=None if x["holdout"] else x["case"],
                            value=x["overlap"]) for x in leaks]
     info["coverage"] = checks.get("coverage")
