@@ -35,6 +35,7 @@ SAME_QUESTION_JACCARD = 0.5
 LEAK_MIN_WORDS = 4
 LEAK_NGRAM = 3
 GIT_TIMEOUT_S = 10
+COVERAGE_LISTED = 100          # per-section counts `validate` prints by name
 GIT_HISTORY_COMMITS = 50        # how far back `validate` and `golden add` look for ids used before
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -450,8 +451,11 @@ def check_golden(cfg: Config, golden: GoldenSet, corpus: Corpus) -> tuple[list[L
 def coverage_lines(cov: Mapping[str, Any]) -> list[str]:
     """The coverage summary `rageval validate` prints."""
     sections = cov["by_section"]
+    listed = ", ".join(f"{s} {n}" for s, n in list(sections.items())[:COVERAGE_LISTED])
+    if len(sections) > COVERAGE_LISTED:
+        listed += f" …and {len(sections) - COVERAGE_LISTED} more (all in golden_checks.coverage of `rageval run --out`)"
     lines = [f"coverage: {sum(1 for n in sections.values() if n)}/{len(sections)} sections have a case; "
-             f"cases per section: " + ", ".join(f"{s} {n}" for s, n in sections.items())]
+             f"cases per section: {listed}"]
     lines.append("coverage: cases per slice: " + (", ".join(f"{s} {n}" for s, n in cov["by_slice"].items()) or "none"))
     if cov["thin_sections"]:
         lines.append(f"coverage: sections with fewer than {cov['min_cases']} cases: {', '.join(cov['thin_sections'])}")

@@ -408,3 +408,13 @@ def test_an_id_retired_in_an_earlier_commit_is_not_reused(project, run_cli, monk
     code, _, err = run_cli("validate", config)
     assert code == 2
     assert re.search(r"case id 'q123' is reused for a different question: at git [0-9a-f]{7,} \(v4\) it asked", err)
+
+
+def test_validate_names_at_most_100_sections_but_every_thin_one():
+    cov = {"by_section": {f"S-{i}": i % 3 for i in range(250)}, "by_slice": {"type=lookup": 4},
+           "thin_sections": [f"S-{i}" for i in range(250) if i % 3 < 2], "empty_slices": [], "min_cases": 2}
+    first, slices, thin = lifecycle.coverage_lines(cov)
+    assert first.startswith("coverage: 166/250 sections have a case; cases per section: S-0 0, S-1 1, S-2 2,")
+    assert first.endswith("S-99 0 …and 150 more (all in golden_checks.coverage of `rageval run --out`)")
+    assert slices == "coverage: cases per slice: type=lookup 4"
+    assert thin.count("S-") == 167 and thin.endswith("S-247, S-248")
