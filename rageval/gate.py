@@ -73,7 +73,7 @@ from typing import Any
 from rageval import stats
 from rageval.config import Config, GateConfig, SliceGate
 from rageval.errors import BaselineError, ConfigError, RagevalError
-from rageval.golden import slice_labels
+from rageval.golden import is_holdout, slice_labels
 from rageval.metrics.base import parse_metric
 
 EPS = 1e-9
@@ -267,10 +267,6 @@ def _number(value: Any) -> float | None:
 
 def _in_slice(case: Mapping[str, Any], slice_key: str) -> bool:
     return slice_key in slice_labels(case.get("slice") or {})
-
-
-def _is_holdout(*cases: Mapping[str, Any] | None) -> bool:
-    return any("holdout" in (case.get("tags") or ()) for case in cases if case)
 
 
 def _is_retrieval(metric: str) -> bool:
@@ -673,7 +669,7 @@ def _case_reasons(cfg: GateConfig, base_cases: Mapping[str, Mapping[str, Any]],
     for case_id, names in zt.items():
         case = cand_cases[case_id]
         for name in names:
-            if _is_holdout(case):
+            if is_holdout(case):
                 hidden[name] = hidden.get(name, 0) + 1
                 continue
             check = (case.get("checks") or {}).get(name) or {}
@@ -684,13 +680,13 @@ def _case_reasons(cfg: GateConfig, base_cases: Mapping[str, Mapping[str, Any]],
             check=name, n=n, s="s" if n != 1 else "", v="" if n != 1 else "s"), True, metric=name, value=n))
     errored = [i for i, c in cand_cases.items() if c.get("error")]
     if errored:
-        shown = [i for i in errored if not _is_holdout(cand_cases[i])]
+        shown = [i for i in errored if not is_holdout(cand_cases[i])]
         reasons.append(Reason("errors", MSG_ERRORS.format(
             n=len(errored), s="s" if len(errored) != 1 else "", ids=_id_list(shown, len(errored) - len(shown)),
             policy=cfg.errors), cfg.errors == "fail", value=len(errored)))
     missing = [i for i in pass_to_fail if i not in cand_cases]
     if missing:
-        shown = [i for i in missing if not _is_holdout(base_cases[i])]
+        shown = [i for i in missing if not is_holdout(base_cases[i])]
         reasons.append(Reason("missing_cases", MSG_MISSING.format(
             ids=_id_list(shown, len(missing) - len(shown)), verb="are" if len(missing) != 1 else "is"),
             True, value=len(missing)))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ CASE_KEYS = ("id", "question", "expected_sections", "expected_answer", "source",
              "must_include", "must_not_include", "out_of_scope")
 SEED_KEYS = {"id": "id", "cau_hoi": "question", "muc_ky_vong": "expected_sections",
              "tra_loi_ky_vong": "expected_answer", "nguon": "source"}
+HOLDOUT_TAG = "holdout"
 TOP_KEYS = ("dataset", "version", "changelog", "created", "description", "cases")
 
 MSG_DUPLICATE = "{path}: case id '{id}' appears twice ({where}). Give every case a unique id."
@@ -54,6 +55,12 @@ class Case:
                 "expected_answer": self.expected_answer, "source": self.source, "slice": dict(self.slice),
                 "tags": list(self.tags), "must_include": list(self.must_include),
                 "must_not_include": list(self.must_not_include), "out_of_scope": self.out_of_scope}
+
+
+def is_holdout(*cases: Mapping[str, Any] | None) -> bool:
+    """Whether any of these case records (RunResult cases or golden snapshots) is tagged holdout:
+    such cases count in aggregates but are never quoted in a PR comment."""
+    return any(HOLDOUT_TAG in (case.get("tags") or ()) for case in cases if case)
 
 
 def slice_labels(slice_values: dict[str, Any]) -> list[str]:

@@ -40,7 +40,7 @@ from typing import Any
 import yaml
 
 from rageval.errors import DatasetError, did_you_mean
-from rageval.golden import Case, GoldenSet, load_golden
+from rageval.golden import HOLDOUT_TAG, Case, GoldenSet, load_golden
 from rageval.text import fold
 
 MSG_EMPTY_QUESTION = "{path}: the new case needs a question (the text a user asked). Pass --question \"…\"."
@@ -123,7 +123,7 @@ def add_case(path: Path, *, question: str, expected_sections: Sequence[str] = ()
     old_version = golden.version
     new_version = bump_version(old_version, path)
     line = changelog_line(old_version, new_version, case_id, case.source, case.question,
-                          holdout="holdout" in case.tags)
+                          holdout=HOLDOUT_TAG in case.tags)
     raw_bytes = path.read_bytes()
     text = raw_bytes.decode("utf-8")
     if path.suffix.lower() == ".json":

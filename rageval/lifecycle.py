@@ -22,7 +22,14 @@ from typing import Any
 from rageval.config import Config
 from rageval.corpus import Corpus
 from rageval.errors import DatasetError
-from rageval.golden import Case, GoldenSet, parse_golden, slice_labels
+from rageval.golden import (
+    HOLDOUT_TAG,
+    Case,
+    GoldenSet,
+    is_holdout,
+    parse_golden,
+    slice_labels,
+)
 from rageval.metrics.numbers import extract_quantities
 from rageval.text import fold
 
@@ -43,10 +50,6 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 def _words(text: str) -> list[str]:
     return _WORD.findall(fold(text))
-
-
-def _is_holdout(snapshot: Mapping[str, Any] | None) -> bool:
-    return "holdout" in ((snapshot or {}).get("tags") or ())
 
 
 # --- snapshots (what a RunResult records) ---------------------------------------------------
@@ -106,12 +109,12 @@ def reference_from_result(result: Mapping[str, Any], label: str) -> Reference | 
         return None
     return Reference(label, golden.get("version"), golden["content_sha256"],
                      {i: str(c.get("question", "")) for i, c in cases.items()},
-                     frozenset(i for i, c in cases.items() if _is_holdout(c)))
+                     frozenset(i for i, c in cases.items() if is_holdout(c)))
 
 
 def reference_from_golden(golden: GoldenSet, label: str) -> Reference:
     return Reference(label, golden.version, golden.content_sha256, {c.id: c.question for c in golden.full.cases},
-                     frozenset(c.id for c in golden.full.cases if "holdout" in c.tags))
+                     frozenset(c.id for c in golden.full.cases if HOLDOUT_TAG in c.tags))
 
 
 def default_git_ref(env: Mapping[str, str] | None = None) -> str:
@@ -316,7 +319,7 @@ def policy_drift(before: Mapping[str, Mapping[str, Any]], after: Mapping[str, Ma
             stated_now = {q for s in case.get("expected_sections") or () for q in (after.get(s) or {}).get("numbers", ())}
             stale = tuple(q for q in case.get("numbers") or () if q in removed and q not in stated_now)
             if stale:
-                drifts.append(Drift(section, case_id, stale, added, _is_holdout(case)))
+                drifts.append(Drift(section, case_id, stale, added, is_holdout(case)))
     return changes, drifts
 
 
@@ -399,7 +402,7 @@ def find_leaks(cases: Iterable[Case], places: Sequence[tuple[str, str, bool]], m
                 lines = text.splitlines()
                 best = max(range(len(lines)), key=lambda i: len(grams & _ngrams(_words(lines[i]))))
                 where = f"{label} line {best + 1}"
-            leaks.append(Leak(case.id, where, round(overlap, 3), "holdout" in case.tags))
+            leaks.append(Leak(case.id, where, round(overlap, 3), HOLDOUT_TAG in case.tags))
     order = {case.id: n for n, (case, _) in enumerate(asked)}
     return sorted(leaks, key=lambda x: order[x.case])
 

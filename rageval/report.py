@@ -35,6 +35,7 @@ import jinja2
 
 from rageval.config import ReportConfig
 from rageval.gate import Reason, Verdict, fmt, fmt_delta
+from rageval.golden import is_holdout
 
 GITHUB_COMMENT_LIMIT = 65_536
 #: default budget: the limit minus room for the hidden marker and anything the caller appends
@@ -138,10 +139,6 @@ _ENV = _environment()
 
 # --- context ---------------------------------------------------------------------------------
 
-def _holdout(case: Mapping[str, Any] | None) -> bool:
-    return bool(case) and "holdout" in (case.get("tags") or ())
-
-
 def _failing_checks(case: Mapping[str, Any] | None) -> list[str]:
     if not case:
         return []
@@ -163,7 +160,7 @@ def _golden_changes(verdict: Verdict, baseline: Mapping[str, Any] | None, candid
     before = ((baseline or {}).get("golden") or {}).get("cases") or {}
 
     def hidden(case_id: str) -> bool:
-        return _holdout(after.get(case_id)) or _holdout(before.get(case_id))
+        return is_holdout(after.get(case_id), before.get(case_id))
 
     def split(items: Sequence[Any], key: Any = lambda x: x) -> tuple[list[Any], int, int]:
         shown = [x for x in items if not hidden(key(x))]
@@ -214,7 +211,7 @@ def _outcome(verdict: Verdict) -> tuple[str, str]:
 def _split(ids: Sequence[str], cases: Mapping[str, Mapping[str, Any]],
            other: Mapping[str, Mapping[str, Any]]) -> tuple[list[str], int]:
     """(ids that may be shown, number of holdout ids hidden)."""
-    shown = [i for i in ids if not (_holdout(cases.get(i)) or _holdout(other.get(i)))]
+    shown = [i for i in ids if not is_holdout(cases.get(i), other.get(i))]
     return shown, len(ids) - len(shown)
 
 

@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import cached_property
 from datetime import datetime, timezone
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,11 @@ from rageval.golden import Case, GoldenSet, load_golden, slice_labels
 from rageval.metrics.base import ERROR, FAIL, PASS, SKIPPED, CheckResult
 from rageval.metrics.numbers import check_numbers
 from rageval.metrics.retrieval import case_metrics, first_relevant_rank
-from rageval.metrics.rules import check_must_include, check_must_not_include, check_refusal
+from rageval.metrics.rules import (
+    check_must_include,
+    check_must_not_include,
+    check_refusal,
+)
 from rageval.text import count_tokens
 
 SCHEMA_VERSION = 1
