@@ -290,17 +290,16 @@ def _split_list(values: Sequence[str] | None) -> list[str]:
 def cmd_golden_add(args: argparse.Namespace, out: TextIO) -> int:
     from rageval import lifecycle
     from rageval.corpus import load_corpus
-    from rageval.golden import load_golden
     from rageval.golden_edit import add_case, write_added
 
     cfg = load_config(args.config)
     corpus = load_corpus(cfg.corpus, cfg.root)
     history, _ = lifecycle.git_history(cfg.golden)   # ids used before are not handed out again
-    result = add_case(cfg.golden, retired_ids=lifecycle.retired_ids(history, load_golden(cfg.golden)), question=args.question, expected_sections=_split_list(args.expected_sections),
+    result = add_case(cfg.golden, question=args.question, expected_sections=_split_list(args.expected_sections),
                       expected_answer=args.expected_answer or "", source=args.source,
                       tags=_split_list(args.tags), must_include=args.must_include or (),
                       must_not_include=args.must_not_include or (), out_of_scope=args.out_of_scope,
-                      known_sections=corpus.ids())
+                      known_sections=corpus.ids(), retired_ids={i for ref in history for i in ref.questions})
     write_added(cfg.golden, result)
     out.write(f"added {result.case_id} to {cfg.golden.name}; version {result.old_version} → {result.new_version}\n"
               f"changelog: {result.changelog_line}\n")

@@ -12,6 +12,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +96,7 @@ class GoldenSet:
     def by_id(self) -> dict[str, Case]:
         return {c.id: c for c in self.cases}
 
-    @property
+    @cached_property
     def content_sha256(self) -> str:
         """sha256 of what the whole set's cases say (name and cases, canonical JSON): comments, formatting,
         ``version`` and ``changelog`` do not change it, an edited question or answer does."""

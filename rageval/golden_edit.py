@@ -103,7 +103,8 @@ def add_case(path: Path, *, question: str, expected_sections: Sequence[str] = ()
              known_sections: Iterable[str] | None = None, today: date | None = None,
              retired_ids: Iterable[str] = ()) -> AddResult:
     """Prepare the golden set at ``path`` with one more case; write nothing (see :func:`write_added`).
-    ``retired_ids`` (ids earlier versions used, e.g. from git history) are never handed out again.
+    ``retired_ids`` (ids earlier versions used, e.g. from git history; the current ones may be among
+    them) are never handed out again.
 
     Raises DatasetError when the input is invalid (empty question, bad incident date, unknown
     section, a question already in the set), when the file cannot be edited safely (seed format,

@@ -184,12 +184,6 @@ def git_history(path: Path, max_commits: int = GIT_HISTORY_COMMITS) -> tuple[lis
     return refs, ""
 
 
-def retired_ids(history: Sequence[Reference], golden: GoldenSet) -> list[str]:
-    """Ids earlier versions used that the current golden set no longer has."""
-    now = {c.id for c in golden.full.cases}
-    return sorted({i for ref in history for i in ref.questions if i not in now})
-
-
 def reused_ids(history: Sequence[Reference], current: Reference, where: str) -> list[str]:
     """Ids that any version in ``history`` used for a different question (one message per id, the
     most recent conflicting version)."""
