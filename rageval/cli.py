@@ -138,7 +138,7 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
             references.append(before)
             checked.append(before.label)
     for before in references:
-        problems += [p for p in lifecycle.version_problems(before, now, str(golden.path), check_ids=False)
+        problems += [p for p in lifecycle.version_problems(before, now, str(golden.path))
                      if p not in problems]
     history = lifecycle.git_history(cfg.golden)[0] if not args.no_git else []
     problems += lifecycle.reused_ids([*references, *history], now, str(golden.path))

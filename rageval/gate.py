@@ -906,8 +906,10 @@ def golden_checks(cfg: Config, baseline: Mapping[str, Any] | None, candidate: Ma
         before = lifecycle.reference_from_result(baseline or {}, "the baseline")
         after = lifecycle.reference_from_result(candidate, "this PR")
         if before is not None and after is not None:
-            reasons += [Reason("golden_version", message, True) for message in lifecycle.version_problems(
-                before, after, str(cand_golden.get("path") or "golden set"), quote=False)]
+            where = str(cand_golden.get("path") or "golden set")
+            reasons += [Reason("golden_version", message, True) for message in [
+                *lifecycle.version_problems(before, after, where, quote=False),
+                *lifecycle.reused_ids([before], after, where, quote=False)]]
     base_sections = ((baseline or {}).get("corpus") or {}).get("sections")
     cand_sections = (candidate.get("corpus") or {}).get("sections")
     mode = cfg.golden_checks.policy_drift

@@ -184,19 +184,26 @@ def git_history(path: Path, max_commits: int = GIT_HISTORY_COMMITS) -> tuple[lis
     return refs, ""
 
 
-def reused_ids(history: Sequence[Reference], current: Reference, where: str) -> list[str]:
+def reused_ids(history: Sequence[Reference], current: Reference, where: str, *, quote: bool = True) -> list[str]:
     """Ids that any version in ``history`` used for a different question (one message per id, the
-    most recent conflicting version)."""
+    most recent conflicting version). ``quote=False`` leaves the questions' text out, and holdout
+    ids too (the PR comment must not show holdout cases)."""
     problems = []
     for case_id, question in current.questions.items():
         for ref in history:
             old = ref.questions.get(case_id)
-            if old is not None and _different_question(old, question):
+            if old is None or not _different_question(old, question):
+                continue
+            if not quote and (case_id in ref.holdout or case_id in current.holdout):
+                problems.append(f"{where}: a holdout case id is reused for a different question "
+                                f"(details hidden). Give the new question a new id.")
+            else:
+                asked = f" it asked {old!r}, now it asks {question!r}" if quote else " it asked another question"
                 problems.append(
                     f"{where}: case id '{case_id}' is reused for a different question: at {ref.label} "
-                    f"(v{ref.version}) it asked {old!r}, now it asks {question!r}. Baselines and old reports "
-                    f"refer to cases by id; give the new question a new id.")
-                break
+                    f"(v{ref.version}){asked}. Baselines and old reports refer to cases by id; give the new "
+                    f"question a new id.")
+            break
     return problems
 
 
@@ -207,36 +214,21 @@ def _different_question(before: str, after: str) -> bool:
     return len(a & b) / len(a | b) < SAME_QUESTION_JACCARD
 
 
-def version_problems(before: Reference, after: Reference, where: str, *, quote: bool = True,
-                     check_ids: bool = True) -> list[str]:
-    """Messages for content changed without a version bump, and for ids reused for another question.
-    ``where`` names the golden file in the messages; ``quote=False`` leaves the questions' text out
-    (the PR comment must not show holdout questions)."""
-    problems = []
-    if before.content_sha256 is not None and after.content_sha256 is not None \
-            and before.content_sha256 != after.content_sha256 and str(before.version) == str(after.version):
-        hidden = set() if quote else before.holdout | after.holdout
-        added = [i for i in after.questions if i not in before.questions and i not in hidden]
-        removed = [i for i in before.questions if i not in after.questions and i not in hidden]
-        what = "; ".join(part for part in (
-            f"added {_ids(added)}" if added else "", f"removed {_ids(removed)}" if removed else "") if part)
-        problems.append(
-            f"{where}: the cases changed since {before.label} ({what or 'cases edited'}) but `version` is still "
+def version_problems(before: Reference, after: Reference, where: str, *, quote: bool = True) -> list[str]:
+    """A message when the cases changed since ``before`` but the version did not (ids reused for
+    another question: :func:`reused_ids`). ``where`` names the golden file in the message;
+    ``quote=False`` leaves holdout ids out (the PR comment must not show holdout cases)."""
+    if before.content_sha256 is None or after.content_sha256 is None \
+            or before.content_sha256 == after.content_sha256 or str(before.version) != str(after.version):
+        return []
+    hidden = set() if quote else before.holdout | after.holdout
+    added = [i for i in after.questions if i not in before.questions and i not in hidden]
+    removed = [i for i in before.questions if i not in after.questions and i not in hidden]
+    what = "; ".join(part for part in (
+        f"added {_ids(added)}" if added else "", f"removed {_ids(removed)}" if removed else "") if part)
+    return [f"{where}: the cases changed since {before.label} ({what or 'cases edited'}) but `version` is still "
             f"{after.version}. Bump `version` and add a `changelog` line saying what changed "
-            f"(`rageval golden add` does both).")
-    for case_id, question in after.questions.items():
-        old = before.questions.get(case_id)
-        if check_ids and old is not None and _different_question(old, question):
-            if not quote and (case_id in before.holdout or case_id in after.holdout):
-                problems.append(f"{where}: a holdout case id is reused for a different question "
-                                f"(details hidden). Give the new question a new id.")
-                continue
-            asked = f" it asked {old!r}, now it asks {question!r}" if quote else " it asked another question"
-            problems.append(
-                f"{where}: case id '{case_id}' is reused for a different question: at {before.label} "
-                f"(v{before.version}){asked}. Baselines compare cases by "
-                f"id; keep '{case_id}' for the old question (or remove it) and give the new one a new id.")
-    return problems
+            f"(`rageval golden add` does both)."]
 
 
 def _ids(ids: Sequence[str], limit: int = 10) -> str:

@@ -186,6 +186,7 @@ def test_fixing_a_typo_in_a_question_is_not_id_reuse():
     before = lifecycle.Reference("the baseline", 4, "a", {"q02": "laptop moi nhan bi soc man hinh thi doi sao"})
     after = lifecycle.Reference("this PR", 5, "b", {"q02": "laptop mới nhận bị sọc màn hình thì đổi sao"})
     assert lifecycle.version_problems(before, after, "golden.yaml") == []
+    assert lifecycle.reused_ids([before], after, "golden.yaml") == []
 
 
 def git(cwd, *args):
@@ -418,3 +419,16 @@ def test_validate_names_at_most_100_sections_but_every_thin_one():
     assert first.endswith("S-99 0 …and 150 more (all in golden_checks.coverage of `rageval run --out`)")
     assert slices == "coverage: cases per slice: type=lookup 4"
     assert thin.count("S-") == 167 and thin.endswith("S-246, S-247, S-249")
+
+
+def test_reused_ids_in_the_pr_comment_do_not_quote_questions_or_name_holdout_cases():
+    before = lifecycle.Reference("the baseline", 4, "a", {"q02": "laptop moi nhan bi soc man hinh thi doi sao",
+                                                          "q08": "nhan hang hom thu 2 thi den khi nao het han"},
+                                 frozenset({"q08"}))
+    after = lifecycle.Reference("this PR", 5, "b", {"q02": "phí vận chuyển đơn cồng kềnh tính thế nào",
+                                                    "q08": "thành viên Plus được mấy mã freeship"}, frozenset({"q08"}))
+    assert lifecycle.reused_ids([before], after, "golden.yaml", quote=False) == [
+        "golden.yaml: case id 'q02' is reused for a different question: at the baseline (v4) it asked another "
+        "question. Baselines and old reports refer to cases by id; give the new question a new id.",
+        "golden.yaml: a holdout case id is reused for a different question (details hidden). "
+        "Give the new question a new id."]
