@@ -159,20 +159,19 @@ def _golden_changes(verdict: Verdict, baseline: Mapping[str, Any] | None, candid
     after = (candidate.get("golden") or {}).get("cases") or {}
     before = ((baseline or {}).get("golden") or {}).get("cases") or {}
 
-    def hidden(case_id: str) -> bool:
-        return is_holdout(after.get(case_id), before.get(case_id))
+    def rows(ids: Sequence[str]) -> tuple[list[str], int, int]:
+        shown, hidden = _split(ids, after, before)
+        return shown[:max_rows], max(0, len(shown) - max_rows), hidden
 
-    def split(items: Sequence[Any], key: Any = lambda x: x) -> tuple[list[Any], int, int]:
-        shown = [x for x in items if not hidden(key(x))]
-        return shown[:max_rows], max(0, len(shown) - max_rows), len(items) - len(shown)
-
-    added, added_more, added_hidden = split(list(diff.get("added") or ()))
-    removed, removed_more, removed_hidden = split(list(diff.get("removed") or ()))
-    changed, changed_more, changed_hidden = split(list(diff.get("changed") or ()), lambda c: c["id"])
+    added, added_more, added_hidden = rows(list(diff.get("added") or ()))
+    removed, removed_more, removed_hidden = rows(list(diff.get("removed") or ()))
+    changed_by_id = {c["id"]: c for c in diff.get("changed") or ()}
+    changed_ids, changed_more, changed_hidden = rows(list(changed_by_id))
+    changed = [changed_by_id[i] for i in changed_ids]
     sections = []
     for change in verdict.golden.get("section_changes") or ():
-        ids = [i for i in change["cases"] if not hidden(i)]
-        sections.append({**change, "shown": ids, "n_hidden": len(change["cases"]) - len(ids)})
+        ids, n_hidden = _split(change["cases"], after, before)
+        sections.append({**change, "shown": ids, "n_hidden": n_hidden})
     coverage = verdict.golden.get("coverage")
     if coverage:
         coverage = {**coverage,
