@@ -1,4 +1,4 @@
-"""The Docker action's entrypoint: hand the runner's environment to rageval.action.main().
+"""The Docker action's entrypoint: hand the runner's environment to rageval.github.action.main().
 
 The runner starts the container with the workspace mounted at /github/workspace (the working
 directory), the action inputs as INPUT_* variables and GITHUB_OUTPUT / GITHUB_STEP_SUMMARY
@@ -8,7 +8,7 @@ pointing at files it reads afterwards. The exit code is the gate's: 0 pass, 1 bl
 
 import os
 
-from rageval.action import main
+from rageval.github.action import main
 
 if __name__ == "__main__":
     raise SystemExit(main(os.environ))

@@ -406,11 +406,11 @@ def run_ours(server: OpenAIServer, recorder: Recorder, workdir: Path, *, cases: 
 
     Returns ``{"section": {...results...}, "inputs": [per-case question/answer/context/expected]}``;
     ``section["per_case_calls"]`` maps case id -> calls per stage (the LLM client's own count)."""
-    import rageval.apps.builtin
-    import rageval.judging
-    import rageval.llm  # noqa: F401
+    import rageval.pipeline.apps.builtin
+    import rageval.pipeline.judging
+    import rageval.pipeline.llm  # noqa: F401
     from rageval.config import load_config
-    from rageval.runner import prepare
+    from rageval.pipeline.runner import prepare
 
     project = workdir / "banhang"
     shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns(".rageval-cache"))
@@ -484,7 +484,7 @@ def _context_texts(case: dict[str, Any]) -> list[str]:
 def run_ours_faithfulness(server: OpenAIServer, recorder: Recorder, workdir: Path, inputs: list[dict[str, Any]],
                           model: str, llm_cfg: Any) -> dict[str, Any]:
     """rageval's faithfulness check alone over ``inputs``, cold then warm (same cache dir)."""
-    from rageval.llm import LLMClient
+    from rageval.pipeline.llm import LLMClient
     from rageval.metrics.faithfulness import check_faithfulness
 
     env = {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": BENCH_KEY}

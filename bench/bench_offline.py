@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from rageval.config import load_config
-    from rageval.runner import prepare
+    from rageval.pipeline.runner import prepare
 
     with tempfile.TemporaryDirectory() as tmp:
         cfg_path = make_project(Path(tmp), args.chunks, args.cases)

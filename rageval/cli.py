@@ -97,12 +97,12 @@ def _fmt(value: Any, name: str = "") -> str:
 # --- commands -----------------------------------------------------------------------------
 
 def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
-    from rageval import lifecycle
-    from rageval.chunking import chunk_corpus
-    from rageval.corpus import load_corpus
+    from rageval.golden import lifecycle
+    from rageval.pipeline.chunking import chunk_corpus
+    from rageval.golden.corpus import load_corpus
     from rageval.errors import DatasetError
-    from rageval.golden import load_golden
-    from rageval.runner import load_result
+    from rageval.golden.set import load_golden
+    from rageval.pipeline.runner import load_result
 
     cfg = load_config(args.config)
     golden = load_golden(cfg.golden)
@@ -112,7 +112,7 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
         golden.subset(args.subset)
     chunks = chunk_corpus(corpus, cfg.chunking.size, cfg.chunking.overlap)
     if cfg.app.type == "replay" and cfg.app.path is not None:
-        from rageval.apps.replay import load_traces
+        from rageval.pipeline.apps.replay import load_traces
         load_traces(cfg.app.path)
 
     # version discipline: against the baseline RunResult and/or the file as committed at a git ref;
@@ -163,12 +163,12 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def build_evaluation(cfg: Config, subset: str | None, app_spec: str | None) -> Any:
-    from rageval import runner
+    from rageval.pipeline import runner
     return runner.prepare(cfg, subset=subset, app_spec=app_spec)
 
 
 def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
-    from rageval.runner import write_json
+    from rageval.pipeline.runner import write_json
 
     cfg = load_config(args.config)
     ev = build_evaluation(cfg, args.subset, args.app)
@@ -182,7 +182,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_baseline(args: argparse.Namespace, out: TextIO) -> int:
-    from rageval.runner import run_repeats, write_json
+    from rageval.pipeline.runner import run_repeats, write_json
 
     cfg = load_config(args.config)
     ev = build_evaluation(cfg, args.subset, None)
@@ -194,8 +194,9 @@ def cmd_baseline(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_gate(args: argparse.Namespace, out: TextIO) -> int:
-    from rageval import gate, report
-    from rageval.runner import load_result, write_json, write_text
+    from rageval.gate import decide as gate
+    from rageval.gate import report
+    from rageval.pipeline.runner import load_result, write_json, write_text
 
     cfg = load_config(args.config)
     baseline = load_result(args.baseline) if args.baseline else None
@@ -230,9 +231,9 @@ def cmd_gate(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_judge_agreement(args: argparse.Namespace, out: TextIO) -> int:
-    from rageval.judging import load_labels
+    from rageval.pipeline.judging import load_labels
     from rageval.metrics.judge import judge_agreement
-    from rageval.runner import load_result, write_json
+    from rageval.pipeline.runner import load_result, write_json
 
     labels = load_labels(Path(args.labels))
     if args.results:
@@ -263,9 +264,9 @@ def cmd_judge_agreement(args: argparse.Namespace, out: TextIO) -> int:
 def cmd_report(args: argparse.Namespace, out: TextIO) -> int:
     import json
 
-    from rageval import report
-    from rageval.gate import Verdict
-    from rageval.runner import load_result, write_text
+    from rageval.gate import report
+    from rageval.gate.decide import Verdict
+    from rageval.pipeline.runner import load_result, write_text
 
     cfg = load_config(args.config)
     try:
@@ -288,9 +289,9 @@ def _split_list(values: Sequence[str] | None) -> list[str]:
 
 
 def cmd_golden_add(args: argparse.Namespace, out: TextIO) -> int:
-    from rageval import lifecycle
-    from rageval.corpus import load_corpus
-    from rageval.golden_edit import add_case, write_added
+    from rageval.golden import lifecycle
+    from rageval.golden.corpus import load_corpus
+    from rageval.golden.edit import add_case, write_added
 
     cfg = load_config(args.config)
     corpus = load_corpus(cfg.corpus, cfg.root)
@@ -307,10 +308,10 @@ def cmd_golden_add(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_golden_candidates(args: argparse.Namespace, out: TextIO) -> int:
-    from rageval.candidates import DEFAULT_ORDER_PATTERNS, load_logs, load_names, propose, render_candidates_yaml
-    from rageval.embedding import LocalEmbedder
-    from rageval.golden import load_golden
-    from rageval.runner import write_text
+    from rageval.golden.candidates import DEFAULT_ORDER_PATTERNS, load_logs, load_names, propose, render_candidates_yaml
+    from rageval.pipeline.embedding import LocalEmbedder
+    from rageval.golden.set import load_golden
+    from rageval.pipeline.runner import write_text
 
     cfg = load_config(args.config)
     existing = [c.question for c in load_golden(cfg.golden).cases]

@@ -1,4 +1,4 @@
-"""A fake GitHub REST API over real HTTP on 127.0.0.1, for contract tests of `rageval.github`.
+"""A fake GitHub REST API over real HTTP on 127.0.0.1, for contract tests of `rageval.github.client`.
 
 It serves exactly the nine operations of ``../shared/github-rest-subset/openapi-subset.json``
 under an Enterprise-style prefix (``/api/v3``), with in-memory state, plus one storage route that

@@ -1,4 +1,4 @@
-"""The GitHub Action end to end: rageval.action.main / entrypoint.py against a fake GitHub over
+"""The GitHub Action end to end: rageval.github.action.main / entrypoint.py against a fake GitHub over
 real HTTP on 127.0.0.1, on the examples/banhang demo project.
 
 The baseline is a RunResult of examples/banhang/rageval.yml made once per module. The incident's
@@ -26,12 +26,13 @@ import yaml
 from github_server import FakeGitHub
 from test_github import SPEC, check_contract
 
-from rageval import action, gate
-from rageval.action import get_input, main, parse_inputs, read_event, resolve_mode, write_output
-from rageval.runner import narrow_baseline
+from rageval.github import action
+from rageval.gate import decide as gate
+from rageval.github.action import get_input, main, parse_inputs, read_event, resolve_mode, write_output
+from rageval.pipeline.runner import narrow_baseline
 from rageval.config import load_config
-from rageval.github import comment_marker
-from rageval.runner import prepare, run_repeats, write_json
+from rageval.github.client import comment_marker
+from rageval.pipeline.runner import prepare, run_repeats, write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "ghp_SENTINEL_ACTION_TOKEN"
@@ -391,7 +392,7 @@ def test_pr_gate_passes_an_unchanged_pipeline_and_updates_the_existing_comment(w
 
 def test_cases_that_went_pass_to_fail_are_listed_and_block(ws, tmp_path, baseline):
     """A replayed PR in which three numeric cases that passed on main now answer without the number."""
-    from rageval.golden import load_golden
+    from rageval.golden.set import load_golden
 
     pr_ids = {c.id for c in load_golden(ws / "examples" / "banhang" / "golden.yaml").subset("pr").cases}
     numeric_passes = [c["id"] for c in baseline["cases"] if c["id"] in pr_ids and c["passed"] is True

@@ -13,8 +13,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rageval import candidates as cand
-from rageval.candidates import (
+from rageval.golden import candidates as cand
+from rageval.golden.candidates import (
     CandidateSet,
     LogEntry,
     Scrubber,
@@ -25,7 +25,7 @@ from rageval.candidates import (
     scrub,
 )
 from rageval.errors import ConfigError, DatasetError
-from rageval.golden import load_golden
+from rageval.golden.set import load_golden
 
 DATA = Path(__file__).parent / "data"
 LOGS = DATA / "chat-logs.jsonl"

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from rageval.config import EmbeddingConfig
-from rageval.embedding import (
+from rageval.pipeline.embedding import (
     E5_MISSING,
     E5Embedder,
     Embedder,
@@ -23,7 +23,7 @@ from rageval.embedding import (
     make_embedder,
 )
 from rageval.errors import ConfigError, ModelError
-from rageval.index import VectorIndex
+from rageval.pipeline.index import VectorIndex
 from seed_data import POLICY
 
 REPO = Path(__file__).resolve().parents[1]
@@ -185,7 +185,7 @@ def test_local_rejects_a_single_string(local):
 
 _SUBPROCESS = """
 import sys
-from rageval.embedding import LocalEmbedder
+from rageval.pipeline.embedding import LocalEmbedder
 texts = sys.stdin.read().split("\\x1e")
 emb = LocalEmbedder()
 emb.fit(texts)

@@ -11,7 +11,7 @@ import pytest
 
 from rageval.config import GateConfig, RerunConfig, SliceGate
 from rageval.errors import BaselineError, ConfigError, RagevalError
-from rageval.gate import Verdict, config_diff, evaluate, fmt
+from rageval.gate.decide import Verdict, config_diff, evaluate, fmt
 
 # --- builders --------------------------------------------------------------------------------
 

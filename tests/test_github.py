@@ -1,4 +1,4 @@
-"""rageval.github against a fake GitHub over real HTTP on 127.0.0.1.
+"""rageval.github.client against a fake GitHub over real HTTP on 127.0.0.1.
 
 Every exchange is also checked against GitHub's REST description subset (both directions): the
 responses the fake served and the request bodies, paths and query parameters the client sent.
@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from github_server import STORAGE_OPERATION, FakeGitHub, LoggedRequest  # noqa: E402
 
 from rageval.errors import BaselineError, GithubError  # noqa: E402
-from rageval.github import (  # noqa: E402
+from rageval.github.client import (  # noqa: E402
     MARKER_TEMPLATE,
     MAX_COMMENT_CHARS,
     GitHubClient,

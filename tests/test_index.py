@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from rageval.index import VectorIndex
+from rageval.pipeline.index import VectorIndex
 
 S = 1 / math.sqrt(2)  # 0.7071067…
 

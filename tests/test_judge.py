@@ -14,7 +14,7 @@ from seed_data import GOLDEN, POLICY
 
 from rageval.config import LLMConfig
 from rageval.errors import DatasetError
-from rageval.llm import LLMClient
+from rageval.pipeline.llm import LLMClient
 from rageval.metrics.judge import (JUDGE_SYSTEM, PAIR_SYSTEM, judge_agreement, judge_case, judge_messages,
                                    judge_pair, parse_labels, parse_pair, parse_verdict)
 
@@ -278,7 +278,7 @@ def test_agreement_rejects_non_boolean_verdicts():
         judge_agreement({"q01": True}, {"q01": "pass"})
 
 
-# --- labels (pure parsing; files are read by rageval.judging.load_labels) -------------------------------
+# --- labels (pure parsing; files are read by rageval.pipeline.judging.load_labels) -------------------------------
 def test_parse_labels_jsonl_and_mapping():
     text = '{"id": "q01", "label": "pass"}\n\n{"id": "q02", "label": "FAIL"}\n{"id": 3, "label": false}\n'
     assert parse_labels(text, "labels.jsonl", jsonl=True) == {"q01": True, "q02": False, "3": False}

@@ -14,14 +14,14 @@ from seed_data import POLICY
 from test_faithfulness import scripted_faithfulness
 from test_judge import block, scripted_judge, system
 
-from rageval.apps import Retrieved, Trace
+from rageval.pipeline.apps import Retrieved, Trace
 from rageval.config import JudgeConfig, load_config
 from rageval.errors import DatasetError
-from rageval.golden import Case
-from rageval.judging import ModelJudge, judge_gate_allowed, load_labels
-from rageval.llm import LLMClient
+from rageval.golden.set import Case
+from rageval.pipeline.judging import ModelJudge, judge_gate_allowed, load_labels
+from rageval.pipeline.llm import LLMClient
 from rageval.metrics.faithfulness import EXTRACT_SYSTEM, VERIFY_SYSTEM
-from rageval.runner import prepare
+from rageval.pipeline.runner import prepare
 
 
 def scripted_model(body: dict) -> str:

@@ -1,4 +1,4 @@
-"""rageval.llm against a real OpenAI-compatible HTTP server on 127.0.0.1 (tests/openai_server.py),
+"""rageval.pipeline.llm against a real OpenAI-compatible HTTP server on 127.0.0.1 (tests/openai_server.py),
 through the real ``openai`` client: caching, retries, budget, concurrency, secrets."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from openai_server import Fault, OpenAIServer, deterministic_embedding  # tests/
 
 from rageval.config import LLMConfig
 from rageval.errors import ConfigError, ModelError
-from rageval.llm import MAX_WAIT_S, BudgetExceeded, ChatResult, LLMClient, ModelCallError
+from rageval.pipeline.llm import MAX_WAIT_S, BudgetExceeded, ChatResult, LLMClient, ModelCallError
 
 SENTINEL = "sk-SENTINEL-123"
 Q = [{"role": "system", "content": "Trả lời ngắn."},

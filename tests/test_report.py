@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from rageval.config import GateConfig, ReportConfig
-from rageval.gate import evaluate
-from rageval.report import GITHUB_COMMENT_LIMIT, escape_md, fence, render_markdown, render_summary_line
+from rageval.gate.decide import evaluate
+from rageval.gate.report import GITHUB_COMMENT_LIMIT, escape_md, fence, render_markdown, render_summary_line
 
 DATA = Path(__file__).parent / "data"
 UPDATE = os.environ.get("RAGEVAL_UPDATE_GOLDEN") == "1"

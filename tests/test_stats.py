@@ -1,11 +1,11 @@
-"""rageval.stats: McNemar (hand values + scipy cross-check), paired bootstrap, noise helpers."""
+"""rageval.gate.stats: McNemar (hand values + scipy cross-check), paired bootstrap, noise helpers."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from rageval import stats
+from rageval.gate import stats
 
 
 def _case(cid, *, passed=True, numbers="pass", mrr=1.0, error=None, tokens=100):

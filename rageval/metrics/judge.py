@@ -15,7 +15,7 @@ Rules (DESIGN.md "Judge", seed article section 5):
   check — never a silent pass; a failed model call is an ``error`` too.
 
 Prompt builders and parsers are pure functions. The call functions take the model client as an
-argument (``rageval.llm.LLMClient`` or anything with its ``chat`` signature) and do no other I/O.
+argument (``rageval.pipeline.llm.LLMClient`` or anything with its ``chat`` signature) and do no other I/O.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@
   pass→fail case ("missing in candidate") and blocks.
 
 ``decide`` (what the CLI and the Action call) adds the golden set's own checks, from the
-snapshots both RunResults carry (see rageval/lifecycle.py): **policy drift** — a source section
+snapshots both RunResults carry (see rageval/golden/lifecycle.py): **policy drift** — a source section
 no longer states a number a case still expects (``golden_checks.policy_drift``: block / warn /
 off) — and **leaks** of golden questions into the prompt, few-shot files or corpus
 (``golden_checks.leaks``: warn / fail / off). ``verdict.golden`` also carries the golden diff
@@ -70,10 +70,10 @@ from dataclasses import dataclass, fields, replace
 from types import MappingProxyType
 from typing import Any
 
-from rageval import stats
+from rageval.gate import stats
 from rageval.config import Config, GateConfig, SliceGate
 from rageval.errors import BaselineError, ConfigError, RagevalError
-from rageval.golden import is_holdout, slice_labels
+from rageval.golden.set import is_holdout, slice_labels
 from rageval.metrics.base import parse_metric
 
 EPS = 1e-9
@@ -873,13 +873,13 @@ def decide(cfg: Config, baseline: Mapping[str, Any] | None, candidate: Mapping[s
     judge's measured agreement is below ``judge.min_agreement``, judge_pass is not gated.
     Returns the verdict, the baseline as compared, and a note to show when the judge was left out.
     """
-    from rageval.runner import narrow_baseline
+    from rageval.pipeline.runner import narrow_baseline
 
     if baseline is not None:
         baseline = narrow_baseline(dict(baseline), list(subset_ids))
     gate_cfg, note = cfg.gate, None
     if cfg.judge.min_agreement is not None:
-        from rageval.judging import judge_gate_allowed
+        from rageval.pipeline.judging import judge_gate_allowed
         allowed, why = judge_gate_allowed(cfg.judge)
         if not allowed:
             gate_cfg, note = without_judge(cfg.gate), f"judge_pass is not gated: {why}"
@@ -892,7 +892,7 @@ def golden_checks(cfg: Config, baseline: Mapping[str, Any] | None, candidate: Ma
     """Reasons from policy drift and leaks, and what the report shows about the golden set:
     ``diff`` (None when the baseline has no golden snapshot), ``changelog``, ``section_changes``,
     ``leaks``, ``coverage``."""
-    from rageval import lifecycle
+    from rageval.golden import lifecycle
 
     reasons: list[Reason] = []
     cand_golden = candidate.get("golden") or {}

@@ -13,9 +13,9 @@ import threading
 import time
 from pathlib import Path
 
-from rageval.apps import Trace, request_for, trace_from_dict
+from rageval.pipeline.apps import Trace, request_for, trace_from_dict
 from rageval.errors import ConfigError, DatasetError
-from rageval.golden import Case
+from rageval.golden.set import Case
 
 
 class CommandApp:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rageval.apps import Trace, trace_from_dict
+from rageval.pipeline.apps import Trace, trace_from_dict
 from rageval.errors import DatasetError
-from rageval.golden import Case
+from rageval.golden.set import Case
 
 
 class ReplayApp:

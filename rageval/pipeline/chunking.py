@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rageval.corpus import Corpus, Section
+from rageval.golden.corpus import Corpus, Section
 from rageval.text import count_tokens, token_spans
 
 

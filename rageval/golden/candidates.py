@@ -713,13 +713,13 @@ def propose(entries: Iterable[LogEntry], *, embedder: Any = None, n: int = 40, n
        that best stands for it (times asked × similarity to the cluster), then each time the one
        least similar to those already picked.
 
-    ``embedder`` defaults to a new :class:`rageval.embedding.LocalEmbedder`; it is fitted on the
+    ``embedder`` defaults to a new :class:`rageval.pipeline.embedding.LocalEmbedder`; it is fitted on the
     questions (and ``existing_questions``) with ``fit``, as the Embedder protocol expects.
     Candidates come grouped by cluster, numbered cand-001, cand-002, …
     """
     _check_params(n, dedupe_threshold, min_words, k)
     if embedder is None:
-        from rageval.embedding import LocalEmbedder
+        from rageval.pipeline.embedding import LocalEmbedder
         embedder = LocalEmbedder()
     scrubber = _scrubber((names,) if isinstance(names, str) else tuple(names),
                          (order_patterns,) if isinstance(order_patterns, str) else tuple(order_patterns))

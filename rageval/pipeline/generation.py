@@ -3,7 +3,7 @@
 - ``extractive`` (offline, deterministic): picks the context sentences that best cover the
   question's words (IDF-weighted, diacritic-folded), in the order they appear; declines with
   ``DECLINE`` when no sentence covers enough of the question.
-- ``openai``: a chat completion through ``rageval.llm`` with the user's jinja2 prompt template,
+- ``openai``: a chat completion through ``rageval.pipeline.llm`` with the user's jinja2 prompt template,
   rendered with ``question`` and ``chunks`` (each with ``chunk_id``, ``sections``, ``text``).
 """
 
@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import jinja2
 
-from rageval.apps import Retrieved
+from rageval.pipeline.apps import Retrieved
 from rageval.errors import ConfigError, ModelError
 from rageval.text import fold, sentences
 

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from rageval.config import Config
-from rageval.corpus import Corpus
+from rageval.golden.corpus import Corpus
 from rageval.errors import DatasetError
-from rageval.golden import (
+from rageval.golden.set import (
     HOLDOUT_TAG,
     Case,
     GoldenSet,

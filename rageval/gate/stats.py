@@ -1,7 +1,7 @@
 """Statistics over RunResult dicts: per-case values, noise, paired comparison.
 
 Pure functions over plain data (numpy only); nothing here does I/O or knows about the gate's
-rules. The gate (``rageval.gate``) decides; this module measures.
+rules. The gate (``rageval.gate.decide``) decides; this module measures.
 
 * :func:`case_values` — the per-case value behind one summary metric (the number whose mean is
   the summary value), so two runs can be compared case by case.

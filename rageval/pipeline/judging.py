@@ -1,6 +1,6 @@
 """Model-backed checks wired into the runner, and the judge's admission to the gate.
 
-* :class:`ModelJudge` is the runner's :class:`~rageval.runner.CaseJudge` when ``judge.model`` is
+* :class:`ModelJudge` is the runner's :class:`~rageval.pipeline.runner.CaseJudge` when ``judge.model`` is
   set: per case it runs the judge verdict and, with ``judge.faithfulness``, the claim check, over
   the context the generator actually saw. Set ``fresh = True`` on it for the gate's re-run: every
   call then bypasses the response cache.
@@ -17,14 +17,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from rageval.apps import Trace
+from rageval.pipeline.apps import Trace
 from rageval.config import JudgeConfig
 from rageval.errors import DatasetError
-from rageval.golden import Case
+from rageval.golden.set import Case
 from rageval.metrics.base import CheckResult
 from rageval.metrics.faithfulness import check_faithfulness
 from rageval.metrics.judge import judge_case, parse_labels
-from rageval.runner import CaseJudge
+from rageval.pipeline.runner import CaseJudge
 
 NO_MODEL = "no model configured (judge.model)"
 NO_AGREEMENT_FILE = ("judge.min_agreement is {floor:g} but judge.agreement_file is not set, so the judge's agreement "

@@ -379,7 +379,7 @@ class _Context:
         if self._client is None:
             if not self.inputs.token:
                 raise ActionInputError(MSG_NO_TOKEN.format(why=why), tip=TIP_NO_TOKEN)
-            from rageval.github import GitHubClient
+            from rageval.github.client import GitHubClient
 
             factory = self.client_factory or GitHubClient
             api_url = self.env.get("GITHUB_API_URL") or "https://api.github.com"
@@ -424,7 +424,7 @@ def _subset(ctx: _Context, cfg: Any) -> str | None:
         return chosen
     if ctx.mode != "gate":
         return None
-    from rageval.golden import load_golden
+    from rageval.golden.set import load_golden
 
     golden = load_golden(cfg.golden)
     if any(DEFAULT_GATE_SUBSET in c.tags for c in golden.cases):
@@ -436,13 +436,13 @@ def _subset(ctx: _Context, cfg: Any) -> str | None:
 
 
 def _baseline(ctx: _Context, cfg: Any) -> dict[str, Any] | None:
-    from rageval.runner import check_result, load_result
+    from rageval.pipeline.runner import check_result, load_result
 
     if ctx.inputs.baseline_path:
         path = ctx.path(ctx.inputs.baseline_path)
         ctx.console.log(f"baseline: {ctx.inputs.baseline_path}")
         return load_result(path)
-    from rageval.github import fetch_baseline
+    from rageval.github.client import fetch_baseline
 
     owner, repo = ctx.repository
     branch = (ctx.inputs.baseline_branch
@@ -465,7 +465,7 @@ def _comment(ctx: _Context, body: str) -> None:
     """Create or update the sticky comment; a refusal becomes a warning and stops commenting."""
     if not ctx.comment_enabled or ctx.event.pr_number is None:
         return
-    from rageval.github import MAX_COMMENT_CHARS, comment_marker, upsert_comment
+    from rageval.github.client import MAX_COMMENT_CHARS, comment_marker, upsert_comment
 
     room = MAX_COMMENT_CHARS - len(comment_marker(ctx.comment_key)) - 1
     if len(body) > room:
@@ -504,7 +504,7 @@ def _report_path(results_path: str) -> str:
 def _finish(ctx: _Context, *, verdict: str, markdown: str, result: dict[str, Any],
             pass_to_fail: list[str]) -> None:
     """Write results, the report file, the step summary and the outputs."""
-    from rageval.runner import write_json, write_text
+    from rageval.pipeline.runner import write_json, write_text
 
     results_rel = ctx.inputs.results_path
     report_rel = _report_path(results_rel)
@@ -523,8 +523,9 @@ def _finish(ctx: _Context, *, verdict: str, markdown: str, result: dict[str, Any
 
 def _run_gate(ctx: _Context) -> int:
     """gate and verify: run the subset, compare with the baseline, report, exit 0 or 1."""
-    from rageval import gate, report
-    from rageval.runner import prepare
+    from rageval.gate import decide as gate
+    from rageval.gate import report
+    from rageval.pipeline.runner import prepare
 
     cfg = _load(ctx)
     subset = _subset(ctx, cfg)
@@ -578,7 +579,7 @@ def _run_gate(ctx: _Context) -> int:
 def _run_baseline(ctx: _Context) -> int:
     """baseline: run every case ``repeats`` times and write the RunResult for upload."""
     from rageval.cli import format_noise, format_summary
-    from rageval.runner import prepare, run_repeats
+    from rageval.pipeline.runner import prepare, run_repeats
 
     cfg = _load(ctx)
     subset = None if ctx.inputs.subset in (None, ALL_CASES) else ctx.inputs.subset
@@ -604,7 +605,7 @@ def main(env: Mapping[str, str], *, stdout: TextIO | None = None, stderr: TextIO
     """Run the action with ``env`` as the environment; returns the exit code.
 
     ``client_factory(token, api_url=…)`` builds the GitHub client (default
-    `rageval.github.GitHubClient`); ``now`` is the clock for artifact expiry (default: now).
+    `rageval.github.client.GitHubClient`); ``now`` is the clock for artifact expiry (default: now).
     """
     out = stdout or sys.stdout
     err = stderr or sys.stderr

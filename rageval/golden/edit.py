@@ -18,7 +18,7 @@ JSON golden sets have no comments to keep: they are rewritten with ``json.dumps(
 original key order. The seeds' flat list format has no version to bump and is refused.
 
 :func:`add_case` computes the new text and checks it (it must load with
-:func:`rageval.golden.load_golden`, hold exactly one more case, equal to the one asked for, and
+:func:`rageval.golden.set.load_golden`, hold exactly one more case, equal to the one asked for, and
 leave every other case unchanged); it writes nothing. :func:`write_added` writes the result
 atomically and refuses if the file changed in between.
 """
@@ -40,7 +40,7 @@ from typing import Any
 import yaml
 
 from rageval.errors import DatasetError, did_you_mean
-from rageval.golden import HOLDOUT_TAG, Case, GoldenSet, load_golden
+from rageval.golden.set import HOLDOUT_TAG, Case, GoldenSet, load_golden
 from rageval.text import fold
 
 MSG_EMPTY_QUESTION = "{path}: the new case needs a question (the text a user asked). Pass --question \"…\"."

@@ -1,6 +1,6 @@
 """Render a Verdict as the markdown PR comment / step summary, and as a one-line summary.
 
-The templates live in ``rageval/templates/`` (jinja2, autoescape off: the output is markdown, not
+The templates live in ``rageval/gate/templates/`` (jinja2, autoescape off: the output is markdown, not
 HTML). Every piece of model or user text — questions, answers, check reasons, ids, config values,
 titles — goes through one of two filters written here:
 
@@ -34,8 +34,8 @@ from typing import Any
 import jinja2
 
 from rageval.config import ReportConfig
-from rageval.gate import Reason, Verdict, fmt, fmt_delta
-from rageval.golden import is_holdout
+from rageval.gate.decide import Reason, Verdict, fmt, fmt_delta
+from rageval.golden.set import is_holdout
 
 GITHUB_COMMENT_LIMIT = 65_536
 #: default budget: the limit minus room for the hidden marker and anything the caller appends

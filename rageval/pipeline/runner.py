@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from rageval import __version__
-from rageval.apps import Trace, trace_from_dict
+from rageval.pipeline.apps import Trace, trace_from_dict
 from rageval.config import Config
-from rageval.corpus import Corpus, load_corpus
+from rageval.golden.corpus import Corpus, load_corpus
 from rageval.errors import BaselineError, RagevalError
-from rageval.golden import Case, GoldenSet, load_golden, slice_labels
+from rageval.golden.set import Case, GoldenSet, load_golden, slice_labels
 from rageval.metrics.base import ERROR, FAIL, PASS, SKIPPED, CheckResult
 from rageval.metrics.numbers import check_numbers
 from rageval.metrics.retrieval import case_metrics, first_relevant_rank
@@ -66,7 +66,7 @@ class Evaluation:
     def golden_checks(self) -> dict[str, Any]:
         """Leaks of golden questions and coverage of sections and slices (the whole golden set);
         computed once per evaluation, recorded in every RunResult it builds."""
-        from rageval import lifecycle
+        from rageval.golden import lifecycle
 
         leaks, coverage = lifecycle.check_golden(self.cfg, self.golden, self.corpus)
         return {"leaks": None if leaks is None else [x.to_dict() for x in leaks], "coverage": coverage}
@@ -74,7 +74,7 @@ class Evaluation:
     @cached_property
     def snapshots(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """(golden cases, corpus sections) as the next run's policy-drift and golden-diff checks need them."""
-        from rageval import lifecycle
+        from rageval.golden import lifecycle
 
         units = self.cfg.checks.units
         return lifecycle.golden_snapshot(self.golden, units), lifecycle.corpus_snapshot(self.corpus, self.golden, units)
@@ -150,10 +150,10 @@ def prepare(cfg: Config, *, subset: str | None = None, app_spec: str | None = No
     golden.check_sections(corpus.ids())
     chosen = golden.subset(subset)
     if client is None and needs_model(cfg):
-        from rageval.llm import LLMClient
+        from rageval.pipeline.llm import LLMClient
         client = LLMClient(cfg.llm, env=env if env is not None else os.environ)
     if judge is None and cfg.judge.model:
-        from rageval.judging import ModelJudge
+        from rageval.pipeline.judging import ModelJudge
         judge = ModelJudge(client, cfg.judge)
     app = make_app(cfg, corpus, app_spec, client)
     return Evaluation(cfg, chosen, subset, corpus, app, client, judge or CaseJudge(),
@@ -165,19 +165,19 @@ def make_app(cfg: Config, corpus: Corpus, app_spec: str | None, client: Any) -> 
     if app_spec and kind not in ("replay",):
         raise RagevalError(f"--app {app_spec!r}: only replay:FILE overrides the config's app on the command line.")
     if kind == "replay":
-        from rageval.apps.replay import ReplayApp
+        from rageval.pipeline.apps.replay import ReplayApp
         return ReplayApp(Path(arg))
     a = cfg.app
     if a.type == "replay":
-        from rageval.apps.replay import ReplayApp
+        from rageval.pipeline.apps.replay import ReplayApp
         return ReplayApp(a.path)  # type: ignore[arg-type]
     if a.type == "command":
-        from rageval.apps.command import CommandApp
+        from rageval.pipeline.apps.command import CommandApp
         return CommandApp(a.command or (), cfg.root, a.timeout_s)
     if a.type == "http":
-        from rageval.apps.http import HttpApp
+        from rageval.pipeline.apps.http import HttpApp
         return HttpApp(a.url or "", a.timeout_s, a.headers)
-    from rageval.apps.builtin import BuiltinApp
+    from rageval.pipeline.apps.builtin import BuiltinApp
     return BuiltinApp(cfg, corpus, client)
 
 
@@ -391,7 +391,7 @@ def run_repeats(ev: Evaluation, repeats: int, progress: Progress | None = None) 
     if not ev.deterministic:
         for _ in range(repeats - 1):
             runs.append(ev.run(fresh=True, previous=first, progress=progress))
-    from rageval import stats
+    from rageval.gate import stats
     summaries = [r["summary"]["metrics"] for r in runs]
     sigma = stats.sigma_over_runs(summaries) if len(runs) > 1 else {k: 0.0 for k in first["summary"]["metrics"]}
     slice_sigma = {}

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from rageval.errors import DatasetError
-from rageval.golden import Case
+from rageval.golden.set import Case
 
 TRACE_KEYS = ("id", "answer", "retrieved", "usage", "latency_ms", "error")
 RETRIEVED_KEYS = ("chunk_id", "sections", "text", "score", "tokens")

@@ -9,15 +9,15 @@ from typing import Any
 
 import numpy as np
 
-from rageval.apps import Retrieved, Trace
-from rageval.chunking import Chunk, chunk_corpus
+from rageval.pipeline.apps import Retrieved, Trace
+from rageval.pipeline.chunking import Chunk, chunk_corpus
 from rageval.config import Config
-from rageval.corpus import Corpus
-from rageval.embedding import make_embedder
+from rageval.golden.corpus import Corpus
+from rageval.pipeline.embedding import make_embedder
 from rageval.errors import ConfigError
-from rageval.generation import ChatGenerator, ExtractiveGenerator, Generated, Generator
-from rageval.golden import Case
-from rageval.index import VectorIndex
+from rageval.pipeline.generation import ChatGenerator, ExtractiveGenerator, Generated, Generator
+from rageval.golden.set import Case
+from rageval.pipeline.index import VectorIndex
 
 
 class BuiltinApp:
