@@ -425,7 +425,7 @@ def run_ours(server: OpenAIServer, recorder: Recorder, workdir: Path, *, cases: 
         started = time.perf_counter()
         ev = prepare(cfg, subset=subset, env=env)
         ids = [c.id for c in ev.golden.cases][:cases] if cases else None
-        result = ev.run(case_ids=ids)
+        result = ev.run(case_ids=ids).to_dict()
         wall = time.perf_counter() - started
         n = result["summary"]["n_cases"]
         calls = recorder.since(mark)

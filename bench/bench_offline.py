@@ -69,10 +69,10 @@ def main(argv: list[str] | None = None) -> int:
         cfg_path = make_project(Path(tmp), args.chunks, args.cases)
         cfg = load_config(cfg_path)
         started = time.perf_counter()
-        ev = prepare(cfg)
+        ev = prepare(cfg, env={})
         build_s = time.perf_counter() - started
         started = time.perf_counter()
-        result = ev.run()
+        result = ev.run().to_dict()
         eval_s = time.perf_counter() - started
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     m = result["summary"]["metrics"]

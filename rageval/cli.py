@@ -1,23 +1,43 @@
-"""The `rageval` command. The only module (with entrypoint.py) that prints or chooses exit codes.
+"""The `rageval` command. The only module (with the action's entry) that prints or chooses exit codes.
 
-Exit codes: 0 ok / gate passed, 1 gate blocked, 2 bad input or config (RagevalError), 3 internal
-error (a bug: please report it with the traceback).
+Exit codes (rageval.errors): 0 ok / gate passed, 1 gate blocked, 2 bad input or config
+(RagevalError), 3 internal error (a bug: please report it with the traceback).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
-from rageval import __version__
+from rageval import __version__, flow
 from rageval.config import DEFAULT_CONFIG, Config, load_config
-from rageval.errors import RagevalError
-
-EXIT_OK, EXIT_BLOCKED, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+from rageval.errors import EXIT_BLOCKED, EXIT_INTERNAL, EXIT_OK, DatasetError, RagevalError
+from rageval.gate import report
+from rageval.gate.verdict import Verdict
+from rageval.golden import lifecycle
+from rageval.golden.candidates import (
+    DEFAULT_ORDER_PATTERNS,
+    load_logs,
+    load_names,
+    propose,
+    render_candidates_yaml,
+)
+from rageval.golden.corpus import load_corpus
+from rageval.golden.edit import add_case, write_added
+from rageval.golden.set import GoldenSet, load_golden
+from rageval.metrics.judge import judge_agreement
+from rageval.pipeline.apps.replay import load_traces
+from rageval.pipeline.chunking import chunk_corpus
+from rageval.pipeline.embedding import LocalEmbedder
+from rageval.pipeline.judging import load_labels
+from rageval.pipeline.runner import Evaluation, prepare
+from rageval.results import load_result, read_json, write_json, write_text
 
 
 class ProgressPrinter:
@@ -45,65 +65,47 @@ class ProgressPrinter:
             self.last_pct, self.last_time = pct, now
 
 
-def format_summary(result: dict[str, Any]) -> str:
-    """The table `rageval run` prints: retrieval metrics, then generation rates, then counts."""
-    summary = result["summary"]
-    metrics = summary["metrics"]
-    lines = []
-    golden = result["golden"]
-    lines.append(f"golden set {golden['name']} v{golden['version']} ({summary['n_cases']} cases"
-                 f"{', subset ' + golden['subset'] if golden.get('subset') else ''}) · app {result.get('app', {}).get('name', '?')}")
-    for names in (result["metric_names"],
-                  [n for n in ("context_tokens", "pass_rate", "numbers_pass", "rules_pass", "refusal_pass",
-                               "judge_pass", "faithfulness", "groundedness") if metrics.get(n) is not None]):
-        for start in range(0, len(names), 8):
-            row = names[start:start + 8]
-            lines.append("".join(f"{n:>15}" for n in row))
-            lines.append("".join(f"{_fmt(metrics.get(n), n):>15}" for n in row))
-    lines.append(f"passed {summary['n_passed']} · failed {summary['n_failed']} · errors {summary['n_errors']}")
-    failing = [c for c in result["cases"] if c.get("passed") is False or c.get("error")]
-    for case in failing[:20]:
-        why = case.get("error") or "; ".join(case.get("failures", []))
-        lines.append(f"  {'ERROR' if case.get('error') else 'FAIL '} {case['id']}: {why}")
-    if len(failing) > 20:
-        lines.append(f"  …and {len(failing) - 20} more")
-    leaks = (result.get("golden_checks") or {}).get("leaks") or []
-    if leaks:
-        where = sorted({x["where"] for x in leaks})
-        lines.append(f"warning: {len(leaks)} golden question{'s' if len(leaks) != 1 else ''} found in "
-                     f"{', '.join(where[:3])}{' …' if len(where) > 3 else ''} (leak check; details: rageval validate)")
-    return "\n".join(lines)
+# --- validate --------------------------------------------------------------------------------
+
+def _references(args: argparse.Namespace, cfg: Config, out: TextIO) -> list[lifecycle.Reference]:
+    """The earlier golden sets to hold the working copy to: the baseline's and git's."""
+    references: list[lifecycle.Reference] = []
+    if args.baseline:
+        before = lifecycle.reference_from_result(load_result(args.baseline).golden, f"the baseline {args.baseline}")
+        if before is None:
+            out.write(f"note: {args.baseline} has no golden snapshot (written by an older rageval); "
+                      "version discipline not checked against it\n")
+        else:
+            references.append(before)
+    if not args.no_git:
+        before, why = lifecycle.reference_from_git(cfg.golden, args.against or lifecycle.default_git_ref())
+        if before is None:
+            out.write(f"note: version discipline not checked against git: {why}\n")
+        else:
+            references.append(before)
+    return references
 
 
-def format_noise(result: dict[str, Any]) -> str:
-    """One line on the noise a baseline measured (σ per metric, flaky cases)."""
-    noise = result.get("noise") or {}
-    if noise.get("deterministic"):
-        return (f"noise: 0 (deterministic pipeline: retrieval and generation make no model call, "
-                f"so {result.get('repeats')} repeats would be identical; ran once)")
-    shown = ", ".join(f"{k} σ={v:.3f}" for k, v in (noise.get("sigma") or {}).items() if v)
-    return (f"noise over {noise.get('runs_executed')} runs: {shown or 'none measured'}; "
-            f"flaky cases: {', '.join(result.get('flaky') or []) or 'none'}")
+def _version_discipline(args: argparse.Namespace, cfg: Config, golden: GoldenSet, out: TextIO) -> list[str]:
+    """What the working copy was checked against; DatasetError naming every problem found
+    (cases changed without a version bump; an id reused for another question, also against the
+    file's recent git history)."""
+    now = lifecycle.reference_from_golden(golden, "the working copy")
+    references = _references(args, cfg, out)
+    problems: list[str] = []
+    for before in references:
+        problems += [p for p in lifecycle.version_problems(before, now, str(golden.path)) if p not in problems]
+    history = lifecycle.git_history(cfg.golden)[0] if not args.no_git else []
+    problems += lifecycle.reused_ids([*references, *history], now, str(golden.path))
+    if problems:
+        raise DatasetError("\n".join(problems))
+    checked = [r.label for r in references]
+    if history:
+        checked.append(f"the ids used in {len(history)} commit{'s' if len(history) != 1 else ''} of {golden.path.name}")
+    return checked
 
-
-def _fmt(value: Any, name: str = "") -> str:
-    if value is None:
-        return "n/a"
-    if name == "context_tokens":
-        return f"{value:.0f}"
-    return f"{value:.2f}"
-
-
-# --- commands -----------------------------------------------------------------------------
 
 def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
-    from rageval.golden import lifecycle
-    from rageval.pipeline.chunking import chunk_corpus
-    from rageval.golden.corpus import load_corpus
-    from rageval.errors import DatasetError
-    from rageval.golden.set import load_golden
-    from rageval.pipeline.runner import load_result
-
     cfg = load_config(args.config)
     golden = load_golden(cfg.golden)
     corpus = load_corpus(cfg.corpus, cfg.root)
@@ -112,41 +114,8 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
         golden.subset(args.subset)
     chunks = chunk_corpus(corpus, cfg.chunking.size, cfg.chunking.overlap)
     if cfg.app.type == "replay" and cfg.app.path is not None:
-        from rageval.pipeline.apps.replay import load_traces
         load_traces(cfg.app.path)
-
-    # version discipline: against the baseline RunResult and/or the file as committed at a git ref;
-    # ids: against those and the file's recent git history (one message per reused id)
-    now = lifecycle.reference_from_golden(golden, "the working copy")
-    problems: list[str] = []
-    checked: list[str] = []
-    references: list[lifecycle.Reference] = []
-    if args.baseline:
-        before = lifecycle.reference_from_result(load_result(args.baseline), f"the baseline {args.baseline}")
-        if before is None:
-            out.write(f"note: {args.baseline} has no golden snapshot (written by an older rageval); "
-                      "version discipline not checked against it\n")
-        else:
-            references.append(before)
-            checked.append(before.label)
-    if not args.no_git:
-        ref = args.against or lifecycle.default_git_ref()
-        before, why = lifecycle.reference_from_git(cfg.golden, ref)
-        if before is None:
-            out.write(f"note: version discipline not checked against git: {why}\n")
-        else:
-            references.append(before)
-            checked.append(before.label)
-    for before in references:
-        problems += [p for p in lifecycle.version_problems(before, now, str(golden.path))
-                     if p not in problems]
-    history = lifecycle.git_history(cfg.golden)[0] if not args.no_git else []
-    problems += lifecycle.reused_ids([*references, *history], now, str(golden.path))
-    if history:
-        checked.append(f"the ids used in {len(history)} commit{'s' if len(history) != 1 else ''} of {golden.path.name}")
-    if problems:
-        raise DatasetError("\n".join(problems))
-
+    checked = _version_discipline(args, cfg, golden, out)
     leaks, cov = lifecycle.check_golden(cfg, golden, corpus)
     if leaks and cfg.golden_checks.leaks == "fail":
         raise DatasetError("\n".join(f"{cfg.golden}: {x.message()}" for x in leaks),
@@ -162,79 +131,62 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
-def build_evaluation(cfg: Config, subset: str | None, app_spec: str | None) -> Any:
-    from rageval.pipeline import runner
-    return runner.prepare(cfg, subset=subset, app_spec=app_spec)
+# --- run, baseline, gate, report -----------------------------------------------------------------
+
+def build_evaluation(cfg: Config, subset: str | None, app_spec: str | None) -> Evaluation:
+    """The evaluation the CLI runs: the user's own environment is what their app sees."""
+    return prepare(cfg, subset=subset, app_spec=app_spec, env=os.environ)
 
 
 def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
-    from rageval.pipeline.runner import write_json
-
     cfg = load_config(args.config)
-    ev = build_evaluation(cfg, args.subset, args.app)
-    result = ev.run(progress=ProgressPrinter("rageval run"))
+    result = build_evaluation(cfg, args.subset, args.app).run(progress=ProgressPrinter("rageval run"))
     if args.out:
         write_json(args.out, result)
-    out.write(format_summary(result) + "\n")
+    out.write(report.render_run_table(result) + "\n")
     if args.out:
         out.write(f"wrote {args.out}\n")
     return EXIT_OK
 
 
 def cmd_baseline(args: argparse.Namespace, out: TextIO) -> int:
-    from rageval.pipeline.runner import run_repeats, write_json
-
     cfg = load_config(args.config)
     ev = build_evaluation(cfg, args.subset, None)
-    result = run_repeats(ev, args.repeats, progress=ProgressPrinter("rageval baseline"))
+    result = flow.run_repeats(ev, args.repeats, progress=ProgressPrinter("rageval baseline"))
     write_json(args.out, result)
-    out.write(format_summary(result) + "\n" + format_noise(result) + "\n")
+    out.write(report.render_run_table(result) + "\n" + report.render_noise(result) + "\n")
     out.write(f"wrote {args.out}\n")
     return EXIT_OK
 
 
 def cmd_gate(args: argparse.Namespace, out: TextIO) -> int:
-    from rageval.gate import decide as gate
-    from rageval.gate import report
-    from rageval.pipeline.runner import load_result, write_json, write_text
-
     cfg = load_config(args.config)
     baseline = load_result(args.baseline) if args.baseline else None
-    rerun = None
     if args.candidate:
         candidate = load_result(args.candidate)
-        tag = (candidate.get("golden") or {}).get("subset")
+        tag = candidate.golden.subset
         # the candidate's subset, by tag, so a subset case the candidate lacks still counts as missing
-        subset_ids = [c["id"] for c in candidate["cases"]] + [
-            c["id"] for c in (baseline or {}).get("cases", []) if not tag or tag in (c.get("tags") or [])]
+        subset_ids = candidate.case_ids + [c.id for c in (baseline.cases if baseline else ())
+                                           if not tag or tag in c.tags]
+        outcome = flow.gate(cfg, baseline, candidate=candidate, subset_ids=subset_ids)
     else:
-        ev = build_evaluation(cfg, args.subset, args.app)
-        candidate = ev.run(progress=ProgressPrinter("rageval gate"))
-
-        def rerun(case_ids: list[str] | None) -> dict[str, Any]:
-            return ev.run(fresh=True, case_ids=case_ids, previous=candidate)
-        subset_ids = [c.id for c in ev.golden.cases]
-    verdict, baseline, note = gate.decide(cfg, baseline, candidate, subset_ids=subset_ids, rerun=rerun)
-    if note:
+        outcome = flow.gate(cfg, baseline, evaluation=build_evaluation(cfg, args.subset, args.app),
+                            progress=ProgressPrinter("rageval gate"))
+    for note in outcome.notes:
         out.write(f"note: {note}\n")
-    markdown = report.render_markdown(verdict, baseline, candidate, cfg.report)
     if args.out:
-        write_json(args.out, verdict.to_dict())
+        write_json(args.out, outcome.verdict)
     if args.report_md:
-        write_text(args.report_md, markdown)
+        write_text(args.report_md, outcome.markdown)
     if args.candidate_out and not args.candidate:
-        write_json(args.candidate_out, candidate)
-    out.write(report.render_summary_line(verdict, title=cfg.report.title) + "\n")
-    for reason in verdict.reasons:
+        write_json(args.candidate_out, outcome.candidate)
+    out.write(outcome.line + "\n")
+    for reason in outcome.verdict.reasons:
         out.write(f"  {'BLOCK' if reason.blocking else 'note '} {reason.message}\n")
-    return EXIT_BLOCKED if verdict.blocked else EXIT_OK
+    return EXIT_BLOCKED if outcome.verdict.blocked else EXIT_OK
 
 
 def cmd_judge_agreement(args: argparse.Namespace, out: TextIO) -> int:
-    from rageval.pipeline.judging import load_labels
-    from rageval.metrics.judge import judge_agreement
-    from rageval.pipeline.runner import load_result, write_json
-
     labels = load_labels(Path(args.labels))
     if args.results:
         result = load_result(args.results)
@@ -244,38 +196,27 @@ def cmd_judge_agreement(args: argparse.Namespace, out: TextIO) -> int:
             raise RagevalError(f"{cfg.path}: judge.model is not set, so there are no judge verdicts to compare. "
                                "Set judge.model or pass --results with a RunResult that has them.")
         result = build_evaluation(cfg, args.subset, None).run(progress=ProgressPrinter("rageval judge"))
-    verdicts = {c["id"]: c["checks"]["judge"]["status"] == "pass" for c in result["cases"]
-                if c.get("checks", {}).get("judge", {}).get("status") in ("pass", "fail")}
-    report = judge_agreement(labels, verdicts)
-    if report["n"] == 0:
+    verdicts = {c.id: c.status("judge") == "pass" for c in result.cases if c.status("judge") in ("pass", "fail")}
+    agreement = judge_agreement(labels, verdicts)
+    if agreement["n"] == 0:
         raise RagevalError(f"{args.labels}: no labelled case has a judge verdict (labels for "
                            f"{len(labels)} cases, verdicts for {len(verdicts)}). Check the case ids.")
-    out.write(f"judge vs human labels on {report['n']} cases: agreement {report['agreement']:.2f}, "
-              f"Cohen's kappa {report['kappa']:.2f}\n")
-    for case_id in report["disagreements"]:
+    out.write(f"judge vs human labels on {agreement['n']} cases: agreement {agreement['agreement']:.2f}, "
+              f"Cohen's kappa {agreement['kappa']:.2f}\n")
+    for case_id in agreement["disagreements"]:
         out.write(f"  disagree {case_id}: human {'pass' if labels[case_id] else 'fail'}, "
                   f"judge {'pass' if verdicts[case_id] else 'fail'}\n")
     if args.out:
-        write_json(args.out, report)
+        write_json(args.out, agreement)
         out.write(f"wrote {args.out} (point judge.agreement_file at it to use judge.min_agreement)\n")
     return EXIT_OK
 
 
 def cmd_report(args: argparse.Namespace, out: TextIO) -> int:
-    import json
-
-    from rageval.gate import report
-    from rageval.gate.decide import Verdict
-    from rageval.pipeline.runner import load_result, write_text
-
     cfg = load_config(args.config)
-    try:
-        verdict = Verdict.from_dict(json.loads(Path(args.verdict).read_text(encoding="utf-8")))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise RagevalError(f"{args.verdict}: not a verdict written by `rageval gate --out` ({exc}).") from None
+    verdict = Verdict.from_dict(read_json(args.verdict, what="verdict"), str(args.verdict))
     baseline = load_result(args.baseline) if args.baseline else None
-    candidate = load_result(args.candidate)
-    markdown = report.render_markdown(verdict, baseline, candidate, cfg.report)
+    markdown = report.render_markdown(verdict, baseline, load_result(args.candidate), cfg.report)
     if args.out:
         write_text(args.out, markdown)
     else:
@@ -283,16 +224,14 @@ def cmd_report(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+# --- golden ------------------------------------------------------------------------------------
+
 def _split_list(values: Sequence[str] | None) -> list[str]:
     """``--tags pr,holdout`` and ``--tags pr --tags holdout`` alike."""
     return [v.strip() for value in values or () for v in value.split(",") if v.strip()]
 
 
 def cmd_golden_add(args: argparse.Namespace, out: TextIO) -> int:
-    from rageval.golden import lifecycle
-    from rageval.golden.corpus import load_corpus
-    from rageval.golden.edit import add_case, write_added
-
     cfg = load_config(args.config)
     corpus = load_corpus(cfg.corpus, cfg.root)
     history, _ = lifecycle.git_history(cfg.golden)   # ids used before are not handed out again
@@ -308,11 +247,6 @@ def cmd_golden_add(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_golden_candidates(args: argparse.Namespace, out: TextIO) -> int:
-    from rageval.golden.candidates import DEFAULT_ORDER_PATTERNS, load_logs, load_names, propose, render_candidates_yaml
-    from rageval.pipeline.embedding import LocalEmbedder
-    from rageval.golden.set import load_golden
-    from rageval.pipeline.runner import write_text
-
     cfg = load_config(args.config)
     existing = [c.question for c in load_golden(cfg.golden).cases]
     entries = load_logs(args.logs, field=args.field)
@@ -330,23 +264,22 @@ def cmd_golden_candidates(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
-def make_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rageval", description="Evaluate a RAG system on a golden set and gate "
-                                     "pull requests on the result.")
-    parser.add_argument("--version", action="version", version=f"rageval {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+# --- arguments -----------------------------------------------------------------------------------
 
-    def config_arg(p: argparse.ArgumentParser) -> None:
-        p.add_argument("project", nargs="?", default=None,
-                       help=f"project folder (its {DEFAULT_CONFIG}) or config file; same as --config")
-        p.add_argument("--config", default=DEFAULT_CONFIG, help=f"config file or folder (default {DEFAULT_CONFIG})")
+def _config_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("project", nargs="?", default=None,
+                   help=f"project folder (its {DEFAULT_CONFIG}) or config file; same as --config")
+    p.add_argument("--config", default=DEFAULT_CONFIG, help=f"config file or folder (default {DEFAULT_CONFIG})")
 
-    def common(p: argparse.ArgumentParser) -> None:
-        config_arg(p)
-        p.add_argument("--subset", default=None, help="run only the cases tagged NAME (default: all cases)")
 
+def _common(p: argparse.ArgumentParser) -> None:
+    _config_arg(p)
+    p.add_argument("--subset", default=None, help="run only the cases tagged NAME (default: all cases)")
+
+
+def _eval_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("validate", help="check config, golden set and corpus; exit 0 or 2")
-    common(p)
+    _common(p)
     p.add_argument("--baseline", default=None, help="also hold the golden set's version to this baseline RunResult")
     p.add_argument("--against", default=None, metavar="REF",
                    help="git ref holding the previous golden set (default origin/$GITHUB_BASE_REF, else HEAD)")
@@ -354,19 +287,19 @@ def make_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("run", help="run the eval once and write a RunResult")
-    common(p)
+    _common(p)
     p.add_argument("--app", default=None, metavar="replay:FILE", help="answer from a JSONL trace file instead")
     p.add_argument("--out", default=None, help="write the RunResult JSON here")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("baseline", help="run the eval N times (noise), write the baseline RunResult")
-    common(p)
+    _common(p)
     p.add_argument("--repeats", type=int, default=3, help="runs to measure noise (default 3)")
     p.add_argument("--out", default="rageval-baseline.json", help="where to write it (default rageval-baseline.json)")
     p.set_defaults(func=cmd_baseline)
 
     p = sub.add_parser("gate", help="compare a candidate to the baseline; exit 0 pass, 1 blocked, 2 bad input")
-    common(p)
+    _common(p)
     p.add_argument("--baseline", default=None, help="baseline RunResult (none: gate.missing_baseline decides)")
     p.add_argument("--candidate", default=None, help="candidate RunResult; without it the eval runs now")
     p.add_argument("--app", default=None, metavar="replay:FILE", help="answer from a JSONL trace file instead")
@@ -376,16 +309,26 @@ def make_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_gate)
 
     p = sub.add_parser("judge-agreement", help="agreement and Cohen's kappa of the LLM judge vs human labels")
-    common(p)
+    _common(p)
     p.add_argument("--labels", required=True, help="human labels: JSONL {id, label: pass|fail} or YAML/JSON {id: pass|fail}")
     p.add_argument("--results", default=None, help="a RunResult with judge verdicts (default: run the eval now)")
     p.add_argument("--out", default=None, help="write the agreement JSON here (judge.agreement_file)")
     p.set_defaults(func=cmd_judge_agreement)
 
-    p = sub.add_parser("golden", help="maintain the golden set: add a case from an incident, propose cases from logs")
-    gsub = p.add_subparsers(dest="golden_command", required=True)
+    p = sub.add_parser("report", help="render the markdown report from saved results")
+    p.add_argument("--config", default=DEFAULT_CONFIG)
+    p.add_argument("--verdict", required=True)
+    p.add_argument("--baseline", default=None)
+    p.add_argument("--candidate", required=True)
+    p.add_argument("--out", default=None)
+    p.set_defaults(func=cmd_report)
+
+
+def _golden_parsers(sub: argparse._SubParsersAction) -> None:
+    gsub = sub.add_parser("golden", help="maintain the golden set: add a case from an incident, propose cases "
+                          "from logs").add_subparsers(dest="golden_command", required=True)
     p = gsub.add_parser("add", help="append a case (fresh id, version bump, changelog line), keeping comments")
-    config_arg(p)
+    _config_arg(p)
     p.add_argument("--question", required=True, help="the question as the customer asked it")
     p.add_argument("--expected-sections", action="append", metavar="IDS", help="e.g. DT-1,DT-3 (repeatable)")
     p.add_argument("--expected-answer", default=None, help="the correct answer, numbers copied from the source")
@@ -396,9 +339,9 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--out-of-scope", action="store_true", help="the documents do not answer it: expect a refusal")
     p.set_defaults(func=cmd_golden_add)
 
-    p = gsub.add_parser("candidates", help="propose cases from chat logs: personal data scrubbed, duplicates merged, "
-                        "grouped by intent, a diverse sample to label")
-    config_arg(p)
+    p = gsub.add_parser("candidates", help="propose cases from chat logs: personal data scrubbed, duplicates "
+                        "merged, grouped by intent, a diverse sample to label")
+    _config_arg(p)
     p.add_argument("--logs", required=True, help="JSONL chat log, one message per line")
     p.add_argument("--out", required=True, help="where to write the candidates YAML")
     p.add_argument("--field", default=None, help="the JSON key holding the customer's text "
@@ -410,20 +353,20 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="clustering/sampling seed (default 0)")
     p.set_defaults(func=cmd_golden_candidates)
 
-    p = sub.add_parser("report", help="render the markdown report from saved results")
-    p.add_argument("--config", default=DEFAULT_CONFIG)
-    p.add_argument("--verdict", required=True)
-    p.add_argument("--baseline", default=None)
-    p.add_argument("--candidate", required=True)
-    p.add_argument("--out", default=None)
-    p.set_defaults(func=cmd_report)
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rageval", description="Evaluate a RAG system on a golden set and gate "
+                                     "pull requests on the result.")
+    parser.add_argument("--version", action="version", version=f"rageval {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    _eval_parsers(sub)
+    _golden_parsers(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     out = out or sys.stdout
-    parser = make_parser()
-    args = parser.parse_args(argv)
+    args = make_parser().parse_args(argv)
     if getattr(args, "project", None):
         args.config = args.project
     try:
@@ -437,11 +380,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         sys.stderr.write("interrupted\n")
         return 130
     except BrokenPipeError:  # `rageval validate | head`: the reader left; not an error of ours
-        import os
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     except Exception:  # noqa: BLE001 - a bug: show it, but never as "blocked" (1)
-        import traceback
         traceback.print_exc()
         sys.stderr.write("ERROR internal error in rageval (a bug). Please report it with the traceback above.\n")
         return EXIT_INTERNAL

@@ -1,13 +1,19 @@
-"""The exceptions rageval raises. The library raises; only the CLI and the entrypoint print.
+"""Every exception rageval raises and every exit code. The library raises; only the CLI and the
+action's entry print.
 
-Every message names the file (and key, line or case id where there is one), says what was wrong
-and how to fix it. ``RagevalError.exit_code`` is what the CLI exits with.
+Exit codes: 0 ok / the gate passed, 1 the gate blocked, 2 bad input or configuration
+(``RagevalError``), 3 internal error (a bug). Every message names the file (and key, line or case
+id where there is one), says what was wrong and how to fix it. ``RagevalError.exit_code`` is what
+the CLI exits with.
 """
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+
+
+EXIT_OK, EXIT_BLOCKED, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
 
 class RagevalError(Exception):
@@ -32,7 +38,11 @@ class DatasetError(RagevalError):
     """The golden set, corpus or a trace file is malformed."""
 
 
-class BaselineError(RagevalError):
+class ResultError(RagevalError):
+    """A RunResult or verdict file is not one rageval can read (shape, types, non-finite numbers)."""
+
+
+class BaselineError(ResultError):
     """A baseline RunResult could not be found, read or trusted."""
 
 
@@ -42,6 +52,10 @@ class ModelError(RagevalError):
 
 class GithubError(RagevalError):
     """The GitHub API refused or failed a request."""
+
+
+class ActionInputError(RagevalError):
+    """An action input or the runner environment is invalid."""
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:

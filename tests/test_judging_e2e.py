@@ -45,12 +45,12 @@ def judged_project(seed_project, server, tmp_path, *, faithfulness=True):
     cfg = load_config(path)
     client = LLMClient(cfg.llm, env={})
     judge = ModelJudge(client, cfg.judge)
-    return prepare(cfg, client=client, judge=judge), judge
+    return prepare(cfg, client=client, judge=judge, env={}), judge
 
 
 def test_the_seed_incident_judged_end_to_end(seed_project, server, tmp_path):
     evaluation, _ = judged_project(seed_project, server, tmp_path)
-    result = evaluation.run()
+    result = evaluation.run().to_dict()
     cases = {c["id"]: c for c in result["cases"]}
     q01 = cases["q01"]["checks"]
     assert q01["judge"]["status"] == "fail"
@@ -80,19 +80,19 @@ def test_the_seed_incident_judged_end_to_end(seed_project, server, tmp_path):
 def test_an_unchanged_rerun_costs_zero_calls_and_the_gate_rerun_calls_again(seed_project, server, tmp_path):
     evaluation, judge = judged_project(seed_project, server, tmp_path)
     assert evaluation.judge is judge
-    first = evaluation.run()
+    first = evaluation.run().to_dict()
     assert server.calls["chat"] == 15
-    again = evaluation.run()
+    again = evaluation.run().to_dict()
     assert server.calls["chat"] == 15                                     # all from the cache
     assert [c["checks"] for c in again["cases"]] == [c["checks"] for c in first["cases"]]
-    rerun = evaluation.run(fresh=True)                                    # the gate's re-run
+    rerun = evaluation.run(fresh=True).to_dict()                                  # the gate's re-run
     assert judge.fresh is True and server.calls["chat"] == 30
     assert [c["checks"] for c in rerun["cases"]] == [c["checks"] for c in first["cases"]]
 
 
 def test_without_faithfulness_only_the_judge_runs(seed_project, server, tmp_path):
     evaluation, _ = judged_project(seed_project, server, tmp_path, faithfulness=False)
-    result = evaluation.run()
+    result = evaluation.run().to_dict()
     assert server.calls["chat"] == 5
     assert all("faithfulness" not in c["checks"] for c in result["cases"])
 

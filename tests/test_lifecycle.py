@@ -350,8 +350,9 @@ def test_golden_candidates_from_logs_leaves_no_personal_data(project, run_cli, t
 
 def test_coverage_in_the_pr_comment_lists_thin_sections_and_stays_bounded(project, baseline, run_cli, tmp_path):
     from rageval.config import ReportConfig
-    from rageval.gate.decide import Verdict
     from rageval.gate.report import render_markdown
+    from rageval.gate.verdict import Verdict
+    from rageval.results import load_result
 
     config = project / "rageval.yml"
     config.write_text(config.read_text(encoding="utf-8") + "golden_checks: {min_cases_per_section: 3}\n",
@@ -364,8 +365,8 @@ def test_coverage_in_the_pr_comment_lists_thin_sections_and_stays_bounded(projec
     sections = {f"S-{i}": i % 3 for i in range(10_000)}
     verdict["golden"]["coverage"] = {"by_section": sections, "by_slice": {}, "min_cases": 2, "empty_slices": [],
                                      "thin_sections": [s for s, n in sections.items() if n < 2]}
-    markdown = render_markdown(Verdict.from_dict(verdict), json.loads(baseline.read_text()),
-                               json.loads(baseline.read_text()), ReportConfig())
+    markdown = render_markdown(Verdict.from_dict(verdict), load_result(baseline), load_result(baseline),
+                               ReportConfig())
     assert "Coverage: 6666/10000 sections have a case; 6667 with fewer than 2" in markdown
     assert "S-59 2 …and 9940 more." in markdown and "S-60 " not in markdown
     assert "…and 6607 more." in markdown and len(markdown) < 20_000

@@ -34,8 +34,9 @@ from typing import Any
 import jinja2
 
 from rageval.config import ReportConfig
-from rageval.gate.decide import Reason, Verdict, fmt, fmt_delta
+from rageval.gate.verdict import STATE_RULES, Reason, Verdict
 from rageval.golden.set import is_holdout
+from rageval.results import CaseResult, RunResult
 
 GITHUB_COMMENT_LIMIT = 65_536
 #: default budget: the limit minus room for the hidden marker and anything the caller appends
@@ -57,6 +58,33 @@ _ENTITY_RE = re.compile(r"&(?=[#A-Za-z0-9])|<(?=[A-Za-z/!?])|[>|`\\\[\]]")
 _MENTION_RE = re.compile(r"(?<!\w)@(?=[\w-])")
 _STATUS = {"pass": "✅", "fail": "❌", "warn": "⚠️ not significant", "n/a": "n/a",
            "insufficient_data": "⚠️ insufficient data"}
+
+
+EPS = 1e-9
+
+
+# --- numbers ---------------------------------------------------------------------------------
+
+def fmt(value: float | None, other: float | None = None) -> str:
+    """Two decimals; more (up to 4) when two decimals would print ``value`` equal to ``other``
+    although they differ (0.845 vs a floor of 0.85). None prints ``n/a``."""
+    if value is None:
+        return "n/a"
+    for digits in (2, 3, 4):
+        text = f"{value:.{digits}f}"
+        if other is None or abs(value - other) <= EPS or text != f"{other:.{digits}f}":
+            return text
+    return f"{value:.4f}"
+
+
+def fmt_delta(value: float | None) -> str:
+    """``+0.05`` / ``−0.27`` (a real minus sign) / ``0.00``; None prints ``n/a``."""
+    if value is None:
+        return "n/a"
+    text = f"{value:+.2f}"
+    if float(text) == 0.0:
+        return "0.00"
+    return text.replace("-", "−")
 
 
 # --- escaping --------------------------------------------------------------------------------
@@ -139,25 +167,24 @@ _ENV = _environment()
 
 # --- context ---------------------------------------------------------------------------------
 
-def _failing_checks(case: Mapping[str, Any] | None) -> list[str]:
-    if not case:
+def _failing_checks(case: CaseResult | None) -> list[str]:
+    if case is None:
         return []
-    if case.get("error"):
-        return [f"error: {case['error']}"]
-    if case.get("failures"):
-        return [str(f) for f in case["failures"]]
-    return [f"{name}: {check.get('reason') or check.get('status')}"
-            for name, check in (case.get("checks") or {}).items()
-            if isinstance(check, Mapping) and check.get("status") in ("fail", "error")]
+    if case.error:
+        return [f"error: {case.error}"]
+    if case.failures:
+        return list(case.failures)
+    return [f"{name}: {check.reason or check.status}" for name, check in case.checks.items()
+            if check.status in ("fail", "error")]
 
 
-def _golden_changes(verdict: Verdict, baseline: Mapping[str, Any] | None, candidate: Mapping[str, Any],
+def _golden_changes(verdict: Verdict, baseline: RunResult | None, candidate: RunResult,
                     max_rows: int) -> dict[str, Any]:
     """The golden diff, section changes and coverage as the template shows them; holdout cases as
     counts only."""
     diff = verdict.golden.get("diff") or {}
-    after = (candidate.get("golden") or {}).get("cases") or {}
-    before = ((baseline or {}).get("golden") or {}).get("cases") or {}
+    after = candidate.golden.cases or {}
+    before = (baseline.golden.cases if baseline is not None else None) or {}
 
     def rows(ids: Sequence[str]) -> tuple[list[str], int, int]:
         shown, hidden = _split(ids, after, before)
@@ -167,34 +194,36 @@ def _golden_changes(verdict: Verdict, baseline: Mapping[str, Any] | None, candid
     removed, removed_more, removed_hidden = rows(list(diff.get("removed") or ()))
     changed_by_id = {c["id"]: c for c in diff.get("changed") or ()}
     changed_ids, changed_more, changed_hidden = rows(list(changed_by_id))
-    changed = [changed_by_id[i] for i in changed_ids]
     sections = []
     for change in verdict.golden.get("section_changes") or ():
         ids, n_hidden = _split(change["cases"], after, before)
         sections.append({**change, "shown": ids, "n_hidden": n_hidden})
-    coverage = verdict.golden.get("coverage")
-    if coverage:
-        coverage = {**coverage,
-                    "sections_shown": list(coverage["by_section"].items())[:COVERAGE_MAX_ITEMS],
-                    "slices_shown": list(coverage["by_slice"].items())[:COVERAGE_MAX_ITEMS],
-                    "thin_shown": list(coverage["thin_sections"])[:COVERAGE_MAX_ITEMS],
-                    "n_covered": sum(1 for n in coverage["by_section"].values() if n)}
     return {
-        "gd_any": bool(added or removed or changed or added_hidden or removed_hidden or changed_hidden),
+        "gd_any": bool(added or removed or changed_ids or added_hidden or removed_hidden or changed_hidden),
         "gd_added": [{"id": i, "question": after[i].get("question")} for i in added],
         "gd_added_more": added_more, "gd_added_hidden": added_hidden,
         "gd_removed": removed, "gd_removed_more": removed_more, "gd_removed_hidden": removed_hidden,
-        "gd_changed": changed, "gd_changed_more": changed_more, "gd_changed_hidden": changed_hidden,
-        "gd_changelog": verdict.golden.get("changelog") or "",
-        "section_changes": sections[:max_rows], "coverage": coverage,
+        "gd_changed": [changed_by_id[i] for i in changed_ids], "gd_changed_more": changed_more,
+        "gd_changed_hidden": changed_hidden, "gd_changelog": verdict.golden.get("changelog") or "",
+        "section_changes": sections[:max_rows], "coverage": _coverage(verdict.golden.get("coverage")),
     }
+
+
+def _coverage(coverage: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if not coverage:
+        return None
+    return {**coverage,
+            "sections_shown": list(coverage["by_section"].items())[:COVERAGE_MAX_ITEMS],
+            "slices_shown": list(coverage["by_slice"].items())[:COVERAGE_MAX_ITEMS],
+            "thin_shown": list(coverage["thin_sections"])[:COVERAGE_MAX_ITEMS],
+            "n_covered": sum(1 for n in coverage["by_section"].values() if n)}
 
 
 def _headline(verdict: Verdict) -> str:
     reason = verdict.main_reason
     if reason is None:
         return "all gates passed"
-    if reason.rule in ("not_comparable", "missing_baseline", "slice_insufficient_data"):
+    if reason.rule in STATE_RULES:
         return reason.message
     return f"{reason.message} ({reason.label})"
 
@@ -207,88 +236,98 @@ def _outcome(verdict: Verdict) -> tuple[str, str]:
     return ("✅" if verdict.state == "pass" else "⚠️"), "passed" + qualifier
 
 
-def _split(ids: Sequence[str], cases: Mapping[str, Mapping[str, Any]],
-           other: Mapping[str, Mapping[str, Any]]) -> tuple[list[str], int]:
+def _split(ids: Sequence[str], cases: Mapping[str, Any], other: Mapping[str, Any]) -> tuple[list[str], int]:
     """(ids that may be shown, number of holdout ids hidden)."""
     shown = [i for i in ids if not is_holdout(cases.get(i), other.get(i))]
     return shown, len(ids) - len(shown)
 
 
-def _context(verdict: Verdict, baseline: Mapping[str, Any] | None, candidate: Mapping[str, Any],
-             cfg: ReportConfig, title: str | None, limits: tuple[int, int, int]) -> dict[str, Any]:
-    max_cases, max_rows, max_reasons = limits
-    base_cases = {c["id"]: c for c in (baseline or {}).get("cases") or ()}
-    cand_cases = {c["id"]: c for c in candidate.get("cases") or ()}
-    ranks = {r["id"]: r for r in verdict.rank_drops}
+class _Cases:
+    """The baseline's and the candidate's cases, as the report's case sections show them."""
 
-    def case_rank(case_id: str) -> tuple[Any, Any]:
-        b, c = base_cases.get(case_id), cand_cases.get(case_id)
-        return (b or {}).get("first_relevant_rank"), (c or {}).get("first_relevant_rank")
+    def __init__(self, baseline: RunResult | None, candidate: RunResult) -> None:
+        self.base = baseline.case_map if baseline is not None else {}
+        self.cand = candidate.case_map
 
-    p2f, p2f_hidden = _split(verdict.pass_to_fail, base_cases, cand_cases)
-    details = []
-    for case_id in p2f[:max_cases]:
-        before, after = base_cases.get(case_id) or {}, cand_cases.get(case_id)
-        rb, ra = case_rank(case_id)
-        details.append({
-            "id": case_id, "question": (after or before).get("question"),
-            "expected": (after or before).get("expected_answer"),
-            "before": before.get("answer"), "after": None if after is None else after.get("answer"),
-            "missing": after is None, "checks": _failing_checks(after),
-            "rank_before": rb, "rank_after": ra, "retrieved": after is not None and "first_relevant_rank" in after,
-        })
+    def ranks(self, case_id: str) -> tuple[int | None, int | None]:
+        b, c = self.base.get(case_id), self.cand.get(case_id)
+        return (None if b is None else b.first_relevant_rank), (None if c is None else c.first_relevant_rank)
 
-    def rows(ids: Sequence[str]) -> tuple[list[dict[str, Any]], int, int]:
-        shown, hidden = _split(ids, cand_cases, base_cases)
+    def detail(self, case_id: str) -> dict[str, Any]:
+        """A pass→fail case in full: question, expected, before/after answers, checks, ranks."""
+        before, after = self.base.get(case_id), self.cand.get(case_id)
+        shown = after or before
+        rb, ra = self.ranks(case_id)
+        return {"id": case_id, "question": shown.question if shown else None,
+                "expected": shown.expected_answer if shown else None,
+                "before": before.answer if before else None, "after": None if after is None else after.answer,
+                "missing": after is None, "checks": _failing_checks(after), "rank_before": rb, "rank_after": ra}
+
+    def rows(self, ids: Sequence[str], max_rows: int) -> tuple[list[dict[str, Any]], int, int]:
+        """(shown rows, more not shown, holdout hidden) of a case list."""
+        shown, hidden = _split(ids, self.cand, self.base)
         out = []
         for case_id in shown[:max_rows]:
-            case = cand_cases.get(case_id) or base_cases.get(case_id) or {}
-            rb, ra = case_rank(case_id)
-            out.append({"id": case_id, "question": case.get("question"), "rank_before": rb, "rank_after": ra,
-                        "checks": _failing_checks(cand_cases.get(case_id))})
+            case = self.cand.get(case_id) or self.base.get(case_id)
+            rb, ra = self.ranks(case_id)
+            out.append({"id": case_id, "question": case.question if case else None, "rank_before": rb,
+                        "rank_after": ra, "checks": _failing_checks(self.cand.get(case_id))})
         return out, len(shown) - len(out), hidden
 
-    f2p, f2p_more, f2p_hidden = rows(verdict.fail_to_pass)
-    flaky, flaky_more, flaky_hidden = rows(verdict.flaky)
-    drop_ids, drop_hidden = _split([r["id"] for r in verdict.rank_drops], cand_cases, base_cases)
+
+def _case_sections(verdict: Verdict, cases: _Cases, max_cases: int, max_rows: int) -> dict[str, Any]:
+    p2f, p2f_hidden = _split(verdict.pass_to_fail, cases.base, cases.cand)
+    details = [cases.detail(i) for i in p2f[:max_cases]]
+    f2p, f2p_more, f2p_hidden = cases.rows(verdict.fail_to_pass, max_rows)
+    flaky, flaky_more, flaky_hidden = cases.rows(verdict.flaky, max_rows)
+    ranks = {r["id"]: r for r in verdict.rank_drops}
+    drop_ids, drop_hidden = _split(list(ranks), cases.cand, cases.base)
     drops = [ranks[i] for i in drop_ids[:max_rows]]
-    added, added_hidden = _split(verdict.cases_added, cand_cases, base_cases)
-    removed, removed_hidden = _split(verdict.cases_removed, cand_cases, base_cases)
-    reasons: list[Reason] = list(verdict.reasons)
-    icon, outcome = _outcome(verdict)
-    n_runs = 1 + (1 if verdict.reran.get("full") else 0)
-    runs = verdict.reran.get("runs") or {}
-    if runs:
-        n_runs = max(len(v) for v in runs.values())
+    added, added_hidden = _split(verdict.cases_added, cases.cand, cases.base)
+    removed, removed_hidden = _split(verdict.cases_removed, cases.cand, cases.base)
     return {
-        "icon": icon, "outcome": outcome, "title": title if title is not None else cfg.title,
-        "headline": _headline(verdict), "verdict": verdict,
-        "golden": verdict.golden, "candidate": candidate, "baseline": baseline,
-        "n_cases": len(cand_cases), "n_common": len([i for i in cand_cases if i in base_cases]),
-        "reasons": reasons[:max_reasons], "reasons_more": max(0, len(reasons) - max_reasons),
-        "metrics": verdict.metrics, "by_slice": verdict.by_slice, "n_runs": n_runs,
         "p2f_total": len(verdict.pass_to_fail), "details": details, "details_more": len(p2f) - len(details),
-        "p2f_hidden": p2f_hidden,
-        "f2p": f2p, "f2p_more": f2p_more, "f2p_hidden": f2p_hidden,
+        "p2f_hidden": p2f_hidden, "f2p": f2p, "f2p_more": f2p_more, "f2p_hidden": f2p_hidden,
         "flaky": flaky, "flaky_more": flaky_more, "flaky_hidden": flaky_hidden,
         "drops": drops, "drops_more": len(drop_ids) - len(drops), "drops_hidden": drop_hidden,
         "added": added[:max_rows], "added_more": len(added) - len(added[:max_rows]), "added_hidden": added_hidden,
         "removed": removed[:max_rows], "removed_more": len(removed) - len(removed[:max_rows]),
         "removed_hidden": removed_hidden,
+    }
+
+
+def _context(verdict: Verdict, baseline: RunResult | None, candidate: RunResult,
+             cfg: ReportConfig, title: str | None, limits: tuple[int, int, int]) -> dict[str, Any]:
+    max_cases, max_rows, max_reasons = limits
+    cases = _Cases(baseline, candidate)
+    reasons: list[Reason] = list(verdict.reasons)
+    icon, outcome = _outcome(verdict)
+    runs = verdict.reran.get("runs") or {}
+    n_runs = max(len(v) for v in runs.values()) if runs else 1 + (1 if verdict.reran.get("full") else 0)
+    return {
+        "icon": icon, "outcome": outcome, "title": title if title is not None else cfg.title,
+        "headline": _headline(verdict), "verdict": verdict, "golden": verdict.golden,
+        "has_baseline": baseline is not None,
+        "base_sha": baseline.git_sha if baseline is not None else None, "cand_sha": candidate.git_sha,
+        "golden_sha": candidate.golden.sha256,
+        "n_cases": len(cases.cand), "n_common": len([i for i in cases.cand if i in cases.base]),
+        "reasons": reasons[:max_reasons], "reasons_more": max(0, len(reasons) - max_reasons),
+        "metrics": verdict.metrics, "by_slice": verdict.by_slice, "n_runs": n_runs,
         "config_diff": verdict.config_diff, "noise": verdict.noise, "reran": verdict.reran,
         "runs": runs, "stats": verdict.stats,
         "ci_rows": [(m, ci) for m, ci in verdict.stats.get("bootstrap", {}).items()
                     if ci["delta"] != 0 or ci["low"] != ci["high"]],
-        "cost": candidate.get("cost") or {}, "timings": candidate.get("timings") or {},
-        "budget_stopped": sum(1 for c in candidate.get("cases", []) if "budget exceeded" in str(c.get("error") or "")),
+        "cost": candidate.cost.to_dict(), "timings": dict(candidate.timings),
+        "budget_stopped": sum(1 for c in candidate.cases if "budget exceeded" in (c.error or "")),
         "answer_max": ANSWER_MAX_CHARS, "question_max": QUESTION_MAX_CHARS,
+        **_case_sections(verdict, cases, max_cases, max_rows),
         **_golden_changes(verdict, baseline, candidate, max_rows),
     }
 
 
 # --- public ----------------------------------------------------------------------------------
 
-def render_markdown(verdict: Verdict, baseline: Mapping[str, Any] | None, candidate: Mapping[str, Any],
+def render_markdown(verdict: Verdict, baseline: RunResult | None, candidate: RunResult,
                     cfg: ReportConfig, *, title: str | None = None, max_chars: int = DEFAULT_MAX_CHARS) -> str:
     """The PR comment / step summary for ``verdict``. Its first line is the verdict and its main
     reason; it is at most ``max_chars`` characters (see the module docstring for how)."""
@@ -319,3 +358,54 @@ def render_summary_line(verdict: Verdict, *, title: str = "RAG eval gate") -> st
     if len(line) > SUMMARY_LINE_MAX:
         line = line[: SUMMARY_LINE_MAX - 1].rstrip() + "…"
     return line
+
+
+# --- the run's table (terminal and job log) ---------------------------------------------------
+
+RUN_TABLE_RATES = ("context_tokens", "pass_rate", "numbers_pass", "rules_pass", "refusal_pass", "judge_pass",
+                   "faithfulness", "groundedness")
+
+
+def _table_value(value: float | None, name: str) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:.0f}" if name == "context_tokens" else f"{value:.2f}"
+
+
+def render_run_table(result: RunResult) -> str:
+    """The table `rageval run` prints: retrieval metrics, then generation rates, then counts and
+    the failing cases."""
+    summary, golden = result.summary, result.golden
+    metrics = summary.metrics
+    lines = [f"golden set {golden.name} v{golden.version} ({summary.n_cases} cases"
+             f"{', subset ' + golden.subset if golden.subset else ''}) · app {result.app.get('name', '?')}"]
+    for names in (list(result.metric_names), [n for n in RUN_TABLE_RATES if metrics.get(n) is not None]):
+        for start in range(0, len(names), 8):
+            row = names[start:start + 8]
+            lines.append("".join(f"{n:>15}" for n in row))
+            lines.append("".join(f"{_table_value(metrics.get(n), n):>15}" for n in row))
+    lines.append(f"passed {summary.n_passed} · failed {summary.n_failed} · errors {summary.n_errors}")
+    failing = [c for c in result.cases if c.passed is False or c.error]
+    for case in failing[:20]:
+        why = case.error or "; ".join(case.failures)
+        lines.append(f"  {'ERROR' if case.error else 'FAIL '} {case.id}: {why}")
+    if len(failing) > 20:
+        lines.append(f"  …and {len(failing) - 20} more")
+    leaks = (result.golden_checks or {}).get("leaks") or []
+    if leaks:
+        where = sorted({x["where"] for x in leaks})
+        lines.append(f"warning: {len(leaks)} golden question{'s' if len(leaks) != 1 else ''} found in "
+                     f"{', '.join(where[:3])}{' …' if len(where) > 3 else ''} (leak check; details: rageval validate)")
+    return "\n".join(lines)
+
+
+def render_noise(result: RunResult) -> str:
+    """One line on the noise a baseline measured (σ per metric, flaky cases)."""
+    noise = result.noise
+    if noise is not None and noise.deterministic:
+        return (f"noise: 0 (deterministic pipeline: retrieval and generation make no model call, "
+                f"so {result.repeats} repeats would be identical; ran once)")
+    shown = ", ".join(f"{k} σ={v:.3f}" for k, v in (noise.sigma if noise else {}).items() if v)
+    return (f"noise over {noise.runs_executed if noise else 1} runs: {shown or 'none measured'}; "
+            f"flaky cases: {', '.join(result.flaky) or 'none'}")
+

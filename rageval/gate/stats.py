@@ -1,10 +1,11 @@
-"""Statistics over RunResult dicts: per-case values, noise, paired comparison.
+"""Statistics over RunResults: paired per-case values, noise, McNemar, paired bootstrap.
 
-Pure functions over plain data (numpy only); nothing here does I/O or knows about the gate's
-rules. The gate (``rageval.gate.decide``) decides; this module measures.
+Pure functions over records (numpy only); nothing here does I/O or knows about the gate's rules.
+The gate (``rageval.gate.decide``) decides; this module measures.
 
-* :func:`case_values` — the per-case value behind one summary metric (the number whose mean is
-  the summary value), so two runs can be compared case by case.
+* :func:`case_values` / :func:`paired_values` — the per-case values behind one summary metric
+  (``rageval.metrics.aggregate.case_value``: the numbers whose mean is the summary value), so two
+  runs can be compared case by case.
 * :func:`mcnemar` / :func:`mcnemar_exact` — exact McNemar test on the discordant pass/fail pairs.
 * :func:`paired_bootstrap` / :func:`bootstrap_deltas` — seeded paired bootstrap CI of a delta.
 * :func:`sigma_over_runs` / :func:`flaky_cases` — noise measured over repeated runs.
@@ -19,81 +20,27 @@ from typing import Any
 
 import numpy as np
 
-from rageval.metrics.base import parse_metric
+from rageval.metrics.aggregate import case_value
+from rageval.results import RunResult
 
 DEFAULT_RESAMPLES = 2000
 DEFAULT_SEED = 0
 DEFAULT_CONFIDENCE = 0.95
 
-#: summary metric -> the check whose status gives the per-case 1/0 value
-_CHECK_RATES: dict[str, tuple[str, ...]] = {
-    "numbers_pass": ("numbers",),
-    "judge_pass": ("judge",),
-    "refusal_pass": ("refusal",),
-    "rules_pass": ("must_include", "must_not_include"),
-}
-
 
 # --- per-case values -------------------------------------------------------------------------
 
-def case_map(run: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    """The run's cases by id, in the run's order."""
-    return {case["id"]: case for case in run.get("cases") or ()}
-
-
-def _check_rate(case: Mapping[str, Any], names: tuple[str, ...]) -> float | None:
-    """1.0 / 0.0 for a case where at least one of ``names`` applied; None when all were skipped.
-    An errored check counts as not passing (the summary rule for generation rates)."""
-    checks = case.get("checks") or {}
-    statuses = [(checks.get(n) or {}).get("status") for n in names]
-    applied = [s for s in statuses if s in ("pass", "fail", "error")]
-    if not applied:
-        return None
-    return 1.0 if all(s == "pass" for s in applied) else 0.0
-
-
-def case_value(case: Mapping[str, Any], metric: str) -> float | None:
-    """The value one case contributes to the summary metric ``metric``, or None when the case is
-    left out of that metric's mean.
-
-    Retrieval metrics come from ``case["metrics"]``; ``pass_rate`` from ``case["passed"]`` (an
-    errored case, ``passed: null``, counts as 0 — errors count as not passing); check rates
-    (``numbers_pass``, ``judge_pass``, ``refusal_pass``, ``rules_pass``) from the check statuses
-    (skipped checks are left out); ``faithfulness`` from the faithfulness check's score;
-    ``context_tokens`` from the case. Metrics with no per-case form give None.
-    """
-    if metric == "pass_rate":
-        return 1.0 if case.get("passed") is True else 0.0
-    if metric in _CHECK_RATES:
-        return _check_rate(case, _CHECK_RATES[metric])
-    if metric == "context_tokens":
-        tokens = case.get("context_tokens")
-        return float(tokens) if isinstance(tokens, (int, float)) else None
-    if metric == "faithfulness":
-        check = (case.get("checks") or {}).get("faithfulness") or {}
-        score = check.get("score")
-        return float(score) if check.get("status") in ("pass", "fail") and score is not None else None
-    try:
-        is_retrieval = parse_metric(metric).is_retrieval
-    except ValueError:
-        return None
-    if not is_retrieval:
-        return None
-    value = (case.get("metrics") or {}).get(metric)
-    return float(value) if isinstance(value, (int, float)) else None
-
-
-def case_values(run: Mapping[str, Any], metric: str) -> dict[str, float]:
+def case_values(run: RunResult, metric: str) -> dict[str, float]:
     """Case id -> per-case value of ``metric`` for every case that contributes to it."""
     out: dict[str, float] = {}
-    for case_id, case in case_map(run).items():
+    for case in run.cases:
         value = case_value(case, metric)
         if value is not None:
-            out[case_id] = value
+            out[case.id] = value
     return out
 
 
-def paired_values(baseline: Mapping[str, Any], candidate: Mapping[str, Any], metric: str,
+def paired_values(baseline: RunResult, candidate: RunResult, metric: str,
                   ids: Iterable[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Aligned (before, after) arrays of ``metric`` over the cases both runs have a value for,
     restricted to ``ids`` when given, in the candidate's order."""
@@ -198,10 +145,9 @@ def paired_bootstrap(before: Sequence[float], after: Sequence[float], *,
     return BootstrapCI(float(diffs.mean()), float(low), float(high), int(n))
 
 
-def bootstrap_deltas(baseline: Mapping[str, Any], candidate: Mapping[str, Any],
-                     metrics: Iterable[str], *, ids: Iterable[str] | None = None,
-                     resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
-                     confidence: float = DEFAULT_CONFIDENCE) -> dict[str, BootstrapCI]:
+def bootstrap_deltas(baseline: RunResult, candidate: RunResult, metrics: Iterable[str], *,
+                     ids: Iterable[str] | None = None, resamples: int = DEFAULT_RESAMPLES,
+                     seed: int = DEFAULT_SEED, confidence: float = DEFAULT_CONFIDENCE) -> dict[str, BootstrapCI]:
     """Paired bootstrap CI of each metric's delta over the common cases; metrics with no
     per-case values (or no common cases) are left out."""
     keep = None if ids is None else list(ids)
@@ -229,23 +175,17 @@ def sigma_over_runs(runs: Sequence[Mapping[str, float | None]]) -> dict[str, flo
         names.extend(m for m in run if m not in names)
     out: dict[str, float] = {}
     for name in names:
-        values = [float(run[name]) for run in runs
-                  if isinstance(run.get(name), (int, float)) and not isinstance(run.get(name), bool)]
+        values = [float(run[name]) for run in runs  # type: ignore[arg-type]
+                  if isinstance(run.get(name), int | float) and not isinstance(run.get(name), bool)]
         if len(values) >= 2:
             out[name] = float(np.std(values, ddof=1))
     return out
 
 
 def sigma_diff(sigma_before: float | None, sigma_after: float | None) -> float:
-    """σ of a difference of two independent runs: sqrt(σ_b² + σ_c²); unknown σ counts as 0."""
-    return math.sqrt((sigma_before or 0.0) ** 2 + (sigma_after or 0.0) ** 2)
-
-
-def run_sigma(run: Mapping[str, Any] | None, metric: str) -> float:
-    """σ of ``metric`` recorded in a RunResult's ``noise`` block; 0.0 when not measured."""
-    noise = (run or {}).get("noise") or {}
-    value = (noise.get("sigma") or {}).get(metric)
-    return float(value) if isinstance(value, (int, float)) else 0.0
+    """σ of a difference of two independent runs: sqrt(σ_b² + σ_c²); unknown σ counts as 0.
+    (``math.hypot`` does not overflow where squaring a huge σ would.)"""
+    return math.hypot(sigma_before or 0.0, sigma_after or 0.0)
 
 
 def flaky_cases(runs: Sequence[Mapping[str, bool | None]]) -> list[str]:

@@ -1,11 +1,7 @@
-"""A small GitHub REST client and the two jobs the action needs from GitHub.
+"""A small GitHub REST client: auth, pagination, retries, rate limits, error mapping.
 
-1. The baseline: the newest non-expired results artifact produced by a workflow run on the base
-   branch of *this* repository (`find_baseline_artifact`, `fetch_baseline`), downloaded through
-   the one-minute signed storage URL without our token, and unpacked defensively
-   (`safe_extract_json`).
-2. The sticky PR comment: one comment carrying a hidden marker, updated in place
-   (`upsert_comment`).
+What the action needs from GitHub is built on it: the baseline artifact (``rageval.github.baseline``)
+and the sticky PR comment (``rageval.github.comment``).
 
 Only the nine operations in GitHub's REST description subset are used (see
 ``../shared/github-rest-subset/``). The caller passes the API URL (``GITHUB_API_URL`` on GitHub
@@ -17,14 +13,10 @@ failure raises `rageval.errors.GithubError` (with ``.status``, ``.method`` and `
 from __future__ import annotations
 
 import email.utils
-import io
 import json
 import logging
 import re
-import stat
 import time
-import zipfile
-import zlib
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from typing import Any
@@ -36,23 +28,16 @@ from rageval.errors import BaselineError, GithubError
 
 __all__ = [
     "API_VERSION",
-    "MARKER_TEMPLATE",
-    "MAX_COMMENT_CHARS",
     "MAX_STATUS_DESCRIPTION",
     "GitHubClient",
-    "comment_marker",
-    "fetch_baseline",
-    "find_baseline_artifact",
-    "safe_extract_json",
-    "upsert_comment",
+    "github_error",
+    "parse_time",
 ]
 
 log = logging.getLogger(__name__)
 
 API_VERSION = "2022-11-28"
 USER_AGENT = "rag-eval-gate"
-MARKER_TEMPLATE = "<!-- rag-eval-gate:{key} -->"
-MAX_COMMENT_CHARS = 65536  # GitHub answers 422 "Body is too long (maximum is 65536 characters)"
 MAX_STATUS_DESCRIPTION = 140  # commit status descriptions are cut by GitHub at 140 characters
 COMMIT_STATES = ("error", "failure", "pending", "success")
 
@@ -60,13 +45,7 @@ MAX_PAGES = 50
 DEFAULT_PER_PAGE = 100
 DEFAULT_MAX_WAIT = 60.0  # seconds; a rate limit that resets later than this is an error
 DEFAULT_MAX_DOWNLOAD_BYTES = 50 * 1024 * 1024
-DEFAULT_MAX_MEMBER_BYTES = 20 * 1024 * 1024
-DEFAULT_MAX_TOTAL_BYTES = 50 * 1024 * 1024
-MAX_ZIP_MEMBERS = 1000
-MAX_BASELINE_CANDIDATES = 10  # artifacts tried (410 Gone → next) before giving up
 _CHUNK = 64 * 1024
-
-_KEY_RE = re.compile(r"^[A-Za-z0-9_.:/-]+$")
 
 _TIPS = {
     401: "The token was rejected: check that the workflow passes a valid `github-token`.",
@@ -81,7 +60,7 @@ _TIPS = {
 }
 
 
-def _github_error(
+def github_error(
     message: str,
     *,
     method: str,
@@ -188,7 +167,7 @@ class GitHubClient:
         out: list[dict] = []
         for page in self._paginate(path, {"name": name}):
             if not isinstance(page, dict) or not isinstance(page.get("artifacts"), list):
-                raise _github_error(
+                raise github_error(
                     f"GitHub API GET {path} returned an unexpected body (no 'artifacts' list).",
                     method="GET", path=path, status=200,
                 )
@@ -207,14 +186,14 @@ class GitHubClient:
             if resp.status_code in (301, 302, 303, 307, 308):
                 location = urljoin(self.api_url + path, resp.headers.get("Location") or "")
                 if not resp.headers.get("Location"):
-                    raise _github_error(
+                    raise github_error(
                         f"GitHub API GET {path} answered {resp.status_code} without a Location header.",
                         method="GET", path=path, status=resp.status_code,
                     )
             elif resp.status_code == 200:  # some servers answer with the zip directly
                 return self._read_capped(resp, artifact_id, path)
             else:
-                raise _github_error(
+                raise github_error(
                     f"GitHub API GET {path} answered {resp.status_code}; expected a 302 redirect"
                     " to the artifact download.",
                     method="GET", path=path, status=resp.status_code,
@@ -233,7 +212,7 @@ class GitHubClient:
         out: list[dict] = []
         for page in self._paginate(path, {}):
             if not isinstance(page, list):
-                raise _github_error(
+                raise github_error(
                     f"GitHub API GET {path} returned an unexpected body (not a list of comments).",
                     method="GET", path=path, status=200,
                 )
@@ -289,13 +268,13 @@ class GitHubClient:
             if not nxt:
                 return
             if _origin(nxt) != self._api_origin:
-                raise _github_error(
+                raise github_error(
                     f"GitHub API GET {path}: the pagination link points to another host"
                     f" ({_origin(nxt)}); refusing to send the token there.",
                     method="GET", path=path, status=resp.status_code,
                 )
             url, query = nxt, None  # the next link already carries the query
-        raise _github_error(
+        raise github_error(
             f"GitHub API GET {path}: more than {MAX_PAGES} pages of {self.per_page} results;"
             " stopped following the pagination links.",
             method="GET", path=path, status=None,
@@ -337,7 +316,7 @@ class GitHubClient:
                 )
             except (requests.ConnectionError, requests.Timeout) as exc:
                 if last:
-                    raise _github_error(
+                    raise github_error(
                         f"{kind} {method} {shown}: no answer after {attempts} attempts"
                         f" ({type(exc).__name__}).",
                         method=method, path=shown, status=None,
@@ -364,7 +343,7 @@ class GitHubClient:
                     if reset_at
                     else f"GitHub asks to wait {wait:.0f} s"
                 )
-                raise _github_error(
+                raise github_error(
                     f"{kind} {method} {shown}: {why} (HTTP {status}); {when}, longer than the"
                     f" {self.max_wait:.0f} s this client waits.",
                     method=method, path=shown, status=status, retry_at=reset_at,
@@ -411,7 +390,7 @@ class GitHubClient:
             tip = "GitHub's rate limit was hit; re-run the job later."
         resp.close()
         tries = f" after {attempts} attempts" if attempts > 1 else ""
-        return _github_error(
+        return github_error(
             f"{kind} {method} {shown} failed with HTTP {status}{tries}: {message}",
             method=method, path=shown, status=status, tip=tip,
         )
@@ -420,7 +399,7 @@ class GitHubClient:
         try:
             return resp.json()
         except ValueError:
-            raise _github_error(
+            raise github_error(
                 f"GitHub API {method} {path} returned HTTP {resp.status_code} with a body that is"
                 " not JSON.",
                 method=method, path=path, status=resp.status_code,
@@ -506,7 +485,7 @@ def _parse_retry_after(value: str | None, now: float) -> float | None:
     return max(when.timestamp() - now, 0.0)
 
 
-def _parse_time(value: Any) -> datetime | None:
+def parse_time(value: Any) -> datetime | None:
     if not isinstance(value, str):
         return None
     try:
@@ -514,255 +493,3 @@ def _parse_time(value: Any) -> datetime | None:
     except ValueError:
         return None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
-
-
-# ---------------------------------------------------------------------- baseline
-
-
-def find_baseline_artifact(artifacts: list[dict], branch: str, now: datetime) -> list[dict]:
-    """The artifacts that may supply a baseline, newest first.
-
-    Kept: not ``expired``; ``expires_at`` null or later than ``now``; a ``workflow_run`` whose
-    ``head_branch`` is ``branch`` and whose ``head_repository_id`` equals its ``repository_id``
-    (a fork's branch called ``main`` never supplies our baseline). Sorted by ``created_at``,
-    newest first, missing or unreadable dates last, then by id (highest first) — GitHub does not
-    document the list order, so it is not relied on. ``now`` must be timezone-aware.
-    """
-    if now.tzinfo is None:
-        raise ValueError("now must be a timezone-aware datetime (e.g. datetime.now(timezone.utc))")
-    kept: list[dict] = []
-    for art in artifacts:
-        if not isinstance(art, dict) or art.get("expired") is not False:
-            continue
-        if art.get("expires_at") is not None:
-            expires = _parse_time(art["expires_at"])
-            if expires is None or expires <= now:
-                continue
-        run = art.get("workflow_run")
-        if not isinstance(run, dict) or run.get("head_branch") != branch:
-            continue
-        repo_id, head_repo_id = run.get("repository_id"), run.get("head_repository_id")
-        if repo_id is None or head_repo_id != repo_id:
-            continue
-        kept.append(art)
-
-    def order(art: dict) -> tuple[int, float, int]:
-        created = _parse_time(art.get("created_at"))
-        art_id = art.get("id") if isinstance(art.get("id"), int) else 0
-        if created is None:
-            return (1, 0.0, -art_id)
-        return (0, -created.timestamp(), -art_id)
-
-    return sorted(kept, key=order)
-
-
-def _member_problem(info: zipfile.ZipInfo) -> str | None:
-    name = info.filename
-    if name.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", name):
-        return "has an absolute path"
-    if any(part == ".." for part in re.split(r"[\\/]", name)):
-        return "has a '..' path that points outside the archive"
-    mode = (info.external_attr >> 16) & 0xFFFF
-    if stat.S_ISLNK(mode):
-        return "is a symbolic link"
-    if stat.S_IFMT(mode) not in (0, stat.S_IFREG, stat.S_IFDIR):  # 0: no Unix type recorded
-        return "is not a regular file"
-    if info.flag_bits & 0x1:
-        return "is encrypted"
-    return None
-
-
-def safe_extract_json(
-    zip_bytes: bytes,
-    max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES,
-    max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES,
-    *,
-    source: str = "zip archive",
-) -> dict[str, bytes]:
-    """Read the ``*.json`` members of a zip in memory, refusing anything suspicious.
-
-    Every member is checked (absolute or ``..`` paths, symlinks, special files, encryption,
-    duplicate names) even though only ``.json`` members are read. Sizes are checked twice: the
-    declared ``file_size`` and the bytes actually inflated (a zip bomb can lie about the first).
-    Nothing is written to disk. ``source`` names the archive in error messages.
-    Returns {member name: bytes}; raises BaselineError.
-    """
-    try:
-        zf = zipfile.ZipFile(io.BytesIO(zip_bytes))
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise BaselineError(f"{source}: not a readable zip file ({exc}).") from None
-    with zf:
-        infos = zf.infolist()
-        if len(infos) > MAX_ZIP_MEMBERS:
-            raise BaselineError(f"{source}: has {len(infos)} members, more than {MAX_ZIP_MEMBERS}.")
-        seen: set[str] = set()
-        for info in infos:
-            problem = _member_problem(info)
-            if problem:
-                raise BaselineError(
-                    f"{source}: member '{info.filename}' {problem}; refusing to extract it."
-                )
-            if info.filename in seen:
-                raise BaselineError(f"{source}: member '{info.filename}' appears twice.")
-            seen.add(info.filename)
-
-        out: dict[str, bytes] = {}
-        total = 0
-        for info in infos:
-            if info.is_dir() or not info.filename.lower().endswith(".json"):
-                continue
-            if info.file_size > max_member_bytes:
-                raise BaselineError(
-                    f"{source}: member '{info.filename}' declares {info.file_size} bytes, over the"
-                    f" {max_member_bytes}-byte limit per member."
-                )
-            buf = bytearray()
-            try:
-                with zf.open(info) as fh:
-                    while True:
-                        chunk = fh.read(_CHUNK)
-                        if not chunk:
-                            break
-                        buf.extend(chunk)
-                        if len(buf) > max_member_bytes:
-                            raise BaselineError(
-                                f"{source}: member '{info.filename}' inflates past the"
-                                f" {max_member_bytes}-byte limit per member (it declared"
-                                f" {info.file_size} bytes)."
-                            )
-                        if total + len(buf) > max_total_bytes:
-                            raise BaselineError(
-                                f"{source}: the JSON members inflate past the {max_total_bytes}-byte"
-                                " total limit."
-                            )
-            except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as exc:
-                raise BaselineError(
-                    f"{source}: member '{info.filename}' is corrupt ({exc})."
-                ) from None
-            total += len(buf)
-            out[info.filename] = bytes(buf)
-        return out
-
-
-def fetch_baseline(
-    client: GitHubClient,
-    owner: str,
-    repo: str,
-    name: str,
-    branch: str,
-    now: datetime | None = None,
-    *,
-    member: str | None = None,
-    max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES,
-    max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES,
-) -> tuple[dict, dict] | None:
-    """Download and decode the newest usable baseline artifact: (run_result, artifact).
-
-    Candidates come from `find_baseline_artifact` (artifacts whose name is exactly ``name``).
-    A candidate that answers 410 Gone is skipped for the next one (at most
-    MAX_BASELINE_CANDIDATES are tried). Returns None when no candidate is left. The JSON member
-    is the one whose file name is ``member`` if given, else the archive's only ``*.json`` member.
-    Raises BaselineError (naming the artifact's name and id) for an unsafe or unreadable
-    archive, and GithubError for any other API failure.
-    """
-    now = now or datetime.now(timezone.utc)
-    listed = [a for a in client.list_artifacts(owner, repo, name) if a.get("name") == name]
-    for art in find_baseline_artifact(listed, branch, now)[:MAX_BASELINE_CANDIDATES]:
-        label = f"Baseline artifact '{name}' (id {art.get('id')})"
-        try:
-            data = client.download_artifact_zip(owner, repo, art["id"])
-        except GithubError as exc:
-            if getattr(exc, "status", None) == 410:
-                log.info("%s is gone (410); trying the next one", label)
-                continue
-            raise
-        except BaselineError as exc:
-            raise BaselineError(f"{label}: {exc.message}", tip=exc.tip) from None
-        members = safe_extract_json(
-            data, max_member_bytes=max_member_bytes, max_total_bytes=max_total_bytes, source=label
-        )
-        chosen = _choose_member(members, member, label)
-        try:
-            result = json.loads(members[chosen])
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise BaselineError(
-                f"{label}: '{chosen}' is not valid JSON ({exc}).",
-                tip="Re-run the baseline workflow on the base branch to upload a fresh artifact.",
-            ) from None
-        if not isinstance(result, dict):
-            raise BaselineError(
-                f"{label}: '{chosen}' holds a JSON {type(result).__name__}, not a RunResult object."
-            )
-        return result, art
-    return None
-
-
-def _choose_member(members: dict[str, bytes], member: str | None, label: str) -> str:
-    if member is not None:
-        named = [m for m in members if m.rsplit("/", 1)[-1] == member]
-        if len(named) == 1:
-            return named[0]
-        if len(named) > 1:
-            raise BaselineError(f"{label}: holds several files named '{member}': {sorted(named)}.")
-    if len(members) == 1:
-        return next(iter(members))
-    if not members:
-        raise BaselineError(
-            f"{label}: holds no .json file.",
-            tip="Upload the RunResult JSON written by `rageval baseline` as the artifact.",
-        )
-    raise BaselineError(
-        f"{label}: holds several .json files {sorted(members)}; cannot tell which is the RunResult.",
-        tip="Upload only the RunResult JSON, or name it in the action's configuration.",
-    )
-
-
-# ---------------------------------------------------------------------- sticky comment
-
-
-def comment_marker(key: str) -> str:
-    """The hidden HTML marker for ``key``; the key may hold letters, digits and ``_.:/-``."""
-    if not _KEY_RE.match(key) or "--" in key:
-        raise ValueError(
-            f"comment key {key!r} must use only letters, digits and '_.:/-' (no '--'),"
-            " so it stays inside an HTML comment"
-        )
-    return MARKER_TEMPLATE.format(key=key)
-
-
-def upsert_comment(
-    client: GitHubClient, owner: str, repo: str, number: int, key: str, body: str
-) -> dict:
-    """Create or update the one PR/issue comment that carries the marker for ``key``.
-
-    The posted body is the marker on its own line followed by ``body``. Our comment is one whose
-    body *starts* with the marker (a human quoting the marker mid-text is not matched). Every page
-    of comments is read; if several carry the marker (two runs raced), the newest by
-    ``created_at`` (then id) is updated and the others are left alone. An unchanged body is not
-    re-sent. Raises ValueError when the body with the marker exceeds MAX_COMMENT_CHARS — fitting
-    the report is the report module's job — and GithubError on API failures (a 403 means the
-    token is read-only, e.g. a fork PR).
-    """
-    marker = comment_marker(key)
-    full = f"{marker}\n{body}"
-    if len(full) > MAX_COMMENT_CHARS:
-        raise ValueError(
-            f"comment body is {len(full)} characters with the marker; GitHub's limit is"
-            f" {MAX_COMMENT_CHARS}. Shorten the report before posting."
-        )
-    ours = [
-        c
-        for c in client.list_issue_comments(owner, repo, number)
-        if isinstance(c, dict) and isinstance(c.get("body"), str) and c["body"].lstrip().startswith(marker)
-    ]
-    if not ours:
-        return client.create_issue_comment(owner, repo, number, full)
-
-    def newest(c: dict) -> tuple[float, int]:
-        created = _parse_time(c.get("created_at"))
-        return (created.timestamp() if created else 0.0, c.get("id") or 0)
-
-    target = max(ours, key=newest)
-    if target.get("body") == full:
-        return target
-    return client.update_issue_comment(owner, repo, target["id"], full)

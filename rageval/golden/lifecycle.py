@@ -31,6 +31,7 @@ from rageval.golden.set import (
     slice_labels,
 )
 from rageval.metrics.numbers import extract_quantities
+from rageval.results import GoldenInfo
 from rageval.text import fold
 
 #: Fields of a case compared by the golden diff, in the order the report names them.
@@ -101,13 +102,12 @@ class Reference:
     holdout: frozenset[str] = frozenset()        # ids tagged holdout (never named in a PR comment)
 
 
-def reference_from_result(result: Mapping[str, Any], label: str) -> Reference | None:
+def reference_from_result(golden: GoldenInfo, label: str) -> Reference | None:
     """The golden set a RunResult was made with; None for results older than golden snapshots."""
-    golden = result.get("golden") or {}
-    cases = golden.get("cases")
-    if not isinstance(cases, Mapping) or not golden.get("content_sha256"):
+    cases = golden.cases
+    if cases is None or not golden.content_sha256:
         return None
-    return Reference(label, golden.get("version"), golden["content_sha256"],
+    return Reference(label, golden.version, golden.content_sha256,
                      {i: str(c.get("question", "")) for i, c in cases.items()},
                      frozenset(i for i, c in cases.items() if is_holdout(c)))
 

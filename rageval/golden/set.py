@@ -20,12 +20,13 @@ import yaml
 
 from rageval.config import parse_yaml
 from rageval.errors import DatasetError, did_you_mean
+from rageval.results import HOLDOUT_TAG, CaseResult, slice_labels
 
 CASE_KEYS = ("id", "question", "expected_sections", "expected_answer", "source", "slice", "tags",
              "must_include", "must_not_include", "out_of_scope")
 SEED_KEYS = {"id": "id", "cau_hoi": "question", "muc_ky_vong": "expected_sections",
              "tra_loi_ky_vong": "expected_answer", "nguon": "source"}
-HOLDOUT_TAG = "holdout"
+__all__ = ["HOLDOUT_TAG", "Case", "GoldenSet", "is_holdout", "load_golden", "parse_golden", "slice_labels"]
 TOP_KEYS = ("dataset", "version", "changelog", "created", "description", "cases")
 
 MSG_DUPLICATE = "{path}: case id '{id}' appears twice ({where}). Give every case a unique id."
@@ -58,22 +59,11 @@ class Case:
                 "must_not_include": list(self.must_not_include), "out_of_scope": self.out_of_scope}
 
 
-def is_holdout(*cases: Mapping[str, Any] | None) -> bool:
+def is_holdout(*cases: Mapping[str, Any] | CaseResult | None) -> bool:
     """Whether any of these case records (RunResult cases or golden snapshots) is tagged holdout:
     such cases count in aggregates but are never quoted in a PR comment."""
-    return any(HOLDOUT_TAG in (case.get("tags") or ()) for case in cases if case)
-
-
-def slice_labels(slice_values: dict[str, Any]) -> list[str]:
-    """``key=value`` labels of a case's slice, sorted; booleans read ``true``/``false`` (as in YAML).
-    The one spelling used by by-slice aggregates, slice gates and reports."""
-    return [f"{k}={_label(v)}" for k, v in sorted(slice_values.items())]
-
-
-def _label(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+    return any(HOLDOUT_TAG in (case.tags if isinstance(case, CaseResult) else case.get("tags") or ())
+               for case in cases if case)
 
 
 @dataclass(frozen=True)

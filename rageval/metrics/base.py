@@ -8,64 +8,14 @@ one whose model call failed is ``error`` — never NaN, never a silent pass.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
-PASS, FAIL, SKIPPED, ERROR = "pass", "fail", "skipped", "error"
-STATUSES = (PASS, FAIL, SKIPPED, ERROR)
+from rageval.results import ERROR, FAIL, PASS, SKIPPED, STATUSES, CheckResult
 
-
-@dataclass(frozen=True)
-class CheckResult:
-    """The outcome of one check on one case.
-
-    ``status`` is one of pass | fail | skipped | error; ``passed`` is True/False for pass/fail and
-    None otherwise. ``details`` are check-specific keys (e.g. ``missing``, ``outside_source`` for
-    the number rule) and are flattened into the JSON form beside ``passed``.
-    """
-
-    status: str
-    score: float | None = None
-    reason: str = ""
-    details: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if self.status not in STATUSES:
-            raise ValueError(f"unknown check status {self.status!r}; expected one of {STATUSES}")
-
-    @property
-    def passed(self) -> bool | None:
-        return {PASS: True, FAIL: False}.get(self.status)
-
-    @classmethod
-    def ok(cls, reason: str = "", score: float | None = 1.0, **details: Any) -> CheckResult:
-        return cls(PASS, score, reason, details)
-
-    @classmethod
-    def fail(cls, reason: str, score: float | None = 0.0, **details: Any) -> CheckResult:
-        return cls(FAIL, score, reason, details)
-
-    @classmethod
-    def skipped(cls, reason: str, **details: Any) -> CheckResult:
-        return cls(SKIPPED, None, reason, details)
-
-    @classmethod
-    def error(cls, reason: str, **details: Any) -> CheckResult:
-        return cls(ERROR, None, reason, details)
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"status": self.status, "passed": self.passed, "score": self.score,
-                               "reason": self.reason}
-        for key, value in self.details.items():
-            if key in out:
-                raise ValueError(f"check detail {key!r} collides with a record field")
-            out[key] = value
-        return out
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> CheckResult:
-        details = {k: v for k, v in data.items() if k not in ("status", "passed", "score", "reason")}
-        return cls(data["status"], data.get("score"), data.get("reason", ""), details)
+#: CheckResult is a result record: it lives in rageval/results.py and is re-exported here, where
+#: every metric imports it from.
+__all__ = ["CheckResult", "ERROR", "FAIL", "GENERATION_METRICS", "OTHER_METRICS", "PASS", "RETRIEVAL_FAMILIES",
+           "SKIPPED", "STATUSES", "MetricName", "parse_metric"]
 
 
 # --- metric names --------------------------------------------------------------------------
@@ -125,17 +75,3 @@ def parse_metric(name: str) -> MetricName:
     valid = ", ".join([f"{f}@K" for f in RETRIEVAL_FAMILIES] + [f"{f}@Ntok" for f in RETRIEVAL_FAMILIES]
                       + sorted(GENERATION_METRICS) + sorted(OTHER_METRICS))
     raise ValueError(f"unknown metric {name!r}; valid metrics are: {valid}")
-
-
-def metrics_table_markdown() -> str:
-    """The README's metric table, generated from the registries so the two cannot drift."""
-    from rageval.metrics.retrieval import REGISTRY
-
-    rows = ["| Metric | What it measures | Definition |", "|---|---|---|"]
-    for family, m in REGISTRY.items():
-        rows.append(f"| `{family}@K` | {m.description} | {m.formula.replace('|', chr(92) + '|')} |")
-    for family, m in REGISTRY.items():
-        rows.append(f"| `{family}@Ntok` | {family}@K over the longest prefix of ≤ N context tokens | equal-budget comparison |")
-    for name, description in {**GENERATION_METRICS, **OTHER_METRICS}.items():
-        rows.append(f"| `{name}` | {description} | |")
-    return "\n".join(rows) + "\n"

@@ -25,7 +25,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rageval.metrics.base import RETRIEVAL_FAMILIES, parse_metric
+from rageval.metrics.base import GENERATION_METRICS, OTHER_METRICS, RETRIEVAL_FAMILIES, parse_metric
 
 Ranking = Sequence[frozenset[str] | set[str] | Sequence[str]]
 
@@ -117,3 +117,15 @@ def case_metrics(names: Sequence[str], ranking: Ranking, tokens: Sequence[int],
         else:
             out[name] = _FUNCS[m.family](ranking, expected, m.k)
     return out
+
+
+def metrics_table_markdown() -> str:
+    """The README's metric table, generated from the registries so the two cannot drift."""
+    rows = ["| Metric | What it measures | Definition |", "|---|---|---|"]
+    for family, m in REGISTRY.items():
+        rows.append(f"| `{family}@K` | {m.description} | {m.formula.replace('|', chr(92) + '|')} |")
+    for family, m in REGISTRY.items():
+        rows.append(f"| `{family}@Ntok` | {family}@K over the longest prefix of ≤ N context tokens | equal-budget comparison |")
+    for name, description in {**GENERATION_METRICS, **OTHER_METRICS}.items():
+        rows.append(f"| `{name}` | {description} | |")
+    return "\n".join(rows) + "\n"

@@ -1,6 +1,7 @@
 """Model-backed checks wired into the runner, and the judge's admission to the gate.
 
-* :class:`ModelJudge` is the runner's :class:`~rageval.pipeline.runner.CaseJudge` when ``judge.model`` is
+* :class:`CaseJudge` is what the runner asks for a case's model-backed checks; the default one
+  reports the judge skipped. :class:`ModelJudge` is the runner's judge when ``judge.model`` is
   set: per case it runs the judge verdict and, with ``judge.faithfulness``, the claim check, over
   the context the generator actually saw. Set ``fresh = True`` on it for the gate's re-run: every
   call then bypasses the response cache.
@@ -24,7 +25,6 @@ from rageval.golden.set import Case
 from rageval.metrics.base import CheckResult
 from rageval.metrics.faithfulness import check_faithfulness
 from rageval.metrics.judge import judge_case, parse_labels
-from rageval.pipeline.runner import CaseJudge
 
 NO_MODEL = "no model configured (judge.model)"
 NO_AGREEMENT_FILE = ("judge.min_agreement is {floor:g} but judge.agreement_file is not set, so the judge's agreement "
@@ -38,6 +38,13 @@ AGREEMENT_LOW = ("the judge agrees with people on {agreement:.0%} of {n} labelle
                  "judge.min_agreement {floor:.0%}: judge_pass is not used to gate. Improve the judge (prompt, "
                  "model) and re-measure, or lower judge.min_agreement.")
 AGREEMENT_OK = "the judge agrees with people on {agreement:.0%} of {n} labelled cases{kappa} (floor {floor:.0%})"
+
+
+class CaseJudge:
+    """Model-backed checks of one case (judge, faithfulness). The default reports them skipped."""
+
+    def check(self, case: Case, trace: Trace, expected_text: str) -> dict[str, CheckResult]:
+        return {"judge": CheckResult.skipped(NO_MODEL)}
 
 
 class ModelJudge(CaseJudge):

@@ -16,22 +16,12 @@ from typing import Any, Protocol
 
 from rageval.errors import DatasetError
 from rageval.golden.set import Case
+from rageval.results import Retrieved
+
+__all__ = ["RETRIEVED_KEYS", "TRACE_KEYS", "App", "Retrieved", "Trace", "request_for", "trace_from_dict"]
 
 TRACE_KEYS = ("id", "answer", "retrieved", "usage", "latency_ms", "error")
 RETRIEVED_KEYS = ("chunk_id", "sections", "text", "score", "tokens")
-
-
-@dataclass(frozen=True)
-class Retrieved:
-    chunk_id: str
-    sections: tuple[str, ...]
-    text: str = ""
-    score: float | None = None
-    tokens: int | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"chunk_id": self.chunk_id, "sections": list(self.sections), "text": self.text,
-                "score": self.score, "tokens": self.tokens}
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """Command: the user's own program answers. One long-lived process; we write one JSON request
 per line to its stdin ({"id", "question"}) and read one trace per line from its stdout, in order.
 Its stderr passes through to ours. A request that gets no line within ``timeout_s`` is an error
-for that case and the process is restarted for the next one.
+for that case and the process is restarted for the next one. The process gets exactly the
+environment it is given (``env``): the caller decides what it may see.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import queue
 import subprocess
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from rageval.pipeline.apps import Trace, request_for, trace_from_dict
@@ -21,8 +23,10 @@ from rageval.golden.set import Case
 class CommandApp:
     deterministic = False
 
-    def __init__(self, argv: tuple[str, ...], cwd: Path, timeout_s: float = 60.0) -> None:
+    def __init__(self, argv: tuple[str, ...], cwd: Path, timeout_s: float = 60.0, *,
+                 env: Mapping[str, str]) -> None:
         self.argv, self.cwd, self.timeout_s = list(argv), cwd, timeout_s
+        self.env = dict(env)
         self.name = f"command:{argv[0]}"
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[str] | None = None
@@ -31,7 +35,7 @@ class CommandApp:
     def _start(self) -> subprocess.Popen[str]:
         try:
             proc = subprocess.Popen(self.argv, cwd=self.cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    text=True, encoding="utf-8", bufsize=1)
+                                    text=True, encoding="utf-8", bufsize=1, env=self.env)
         except OSError as exc:
             raise ConfigError(f"app.command: cannot start {self.argv[0]!r}: {exc.strerror}. "
                               "Check the command and that it is installed.") from None

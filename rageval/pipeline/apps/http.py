@@ -4,7 +4,6 @@ call time and never stored in results."""
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Mapping
 
@@ -16,12 +15,11 @@ from rageval.errors import DatasetError
 from rageval.golden.set import Case
 
 
-
 class HttpApp:
     deterministic = False
 
-    def __init__(self, url: str, timeout_s: float = 60.0, headers: Mapping[str, str] | None = None,
-                 env: Mapping[str, str] = os.environ) -> None:
+    def __init__(self, url: str, timeout_s: float = 60.0, headers: Mapping[str, str] | None = None, *,
+                 env: Mapping[str, str]) -> None:
         self.url, self.timeout_s = url, timeout_s
         self.name = f"http:{url}"
         self._headers = {k: ENV_REF.sub(lambda m: env.get(m.group(1), ""), v) for k, v in (headers or {}).items()}

@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from builders import case, run
 
 from rageval.gate import stats
+from rageval.results import CheckResult
+
+STATUS = {"pass": CheckResult.ok(""), "fail": CheckResult.fail("wrong number"), "skipped": CheckResult.skipped("none"),
+          "error": CheckResult.error("timeout")}
 
 
 def _case(cid, *, passed=True, numbers="pass", mrr=1.0, error=None, tokens=100):
-    return {"id": cid, "passed": passed, "error": error, "context_tokens": tokens, "metrics": {"mrr@5": mrr},
-            "checks": {"numbers": {"status": numbers}, "judge": {"status": "skipped"}}}
+    return case(cid, passed=passed, error=error, context_tokens=tokens, metrics={"mrr@5": mrr},
+                checks={"numbers": STATUS[numbers], "judge": STATUS["skipped"]})
+
+
+def _run(*cases):
+    return run(list(cases), metric_names=("mrr@5",))
 
 
 # --- McNemar ---------------------------------------------------------------------------------
@@ -87,8 +96,8 @@ def test_bootstrap_constant_difference_has_a_point_interval_and_empty_is_none():
 
 
 def test_bootstrap_deltas_pairs_cases_by_id_over_the_common_cases():
-    baseline = {"cases": [_case("q1", mrr=1.0), _case("q2", mrr=1.0), _case("q3", mrr=0.5)]}
-    candidate = {"cases": [_case("q2", mrr=0.5), _case("q1", mrr=1 / 3), _case("q4", mrr=0.0)]}
+    baseline = _run(_case("q1", mrr=1.0), _case("q2", mrr=1.0), _case("q3", mrr=0.5))
+    candidate = _run(_case("q2", mrr=0.5), _case("q1", mrr=1 / 3), _case("q4", mrr=0.0))
     result = stats.bootstrap_deltas(baseline, candidate, ["mrr@5", "pass_rate", "judge_pass"])
     assert result["mrr@5"].delta == pytest.approx(((1 / 3 - 1) + (0.5 - 1)) / 2)
     assert result["pass_rate"].delta == 0.0
@@ -98,15 +107,20 @@ def test_bootstrap_deltas_pairs_cases_by_id_over_the_common_cases():
 # --- per-case values -------------------------------------------------------------------------
 
 def test_case_values_follow_the_summary_rules():
-    run = {"cases": [_case("a"), _case("b", passed=False, numbers="fail", mrr=0.5),
-                     _case("c", passed=None, numbers="error", error="timeout"), _case("d", numbers="skipped")]}
-    assert stats.case_values(run, "pass_rate") == {"a": 1.0, "b": 0.0, "c": 0.0, "d": 1.0}
-    assert stats.case_values(run, "numbers_pass") == {"a": 1.0, "b": 0.0, "c": 0.0}   # skipped left out
-    assert stats.case_values(run, "mrr@5") == {"a": 1.0, "b": 0.5, "c": 1.0, "d": 1.0}
-    assert stats.case_values(run, "hit@3") == {}
-    assert stats.case_values(run, "judge_pass") == {}
-    assert stats.case_values(run, "context_tokens")["a"] == 100.0
-    assert stats.case_values(run, "not-a-metric") == {}
+    result = _run(_case("a"), _case("b", passed=False, numbers="fail", mrr=0.5),
+                  _case("c", error="timeout"), _case("d", numbers="skipped"))
+    assert stats.case_values(result, "pass_rate") == {"a": 1.0, "b": 0.0, "c": 0.0, "d": 1.0}
+    # skipped checks and errored cases are left out of a check rate, as in the summary
+    assert stats.case_values(result, "numbers_pass") == {"a": 1.0, "b": 0.0}
+    assert stats.case_values(result, "mrr@5") == {"a": 1.0, "b": 0.5, "c": 1.0, "d": 1.0}
+    assert stats.case_values(result, "hit@3") == {}
+    assert stats.case_values(result, "judge_pass") == {}
+    assert stats.case_values(result, "context_tokens") == {"a": 100.0, "b": 100.0, "d": 100.0}
+    assert stats.case_values(result, "not-a-metric") == {}
+    # and so the summary is always the mean of the case values
+    for metric in ("pass_rate", "numbers_pass", "mrr@5", "context_tokens"):
+        values = stats.case_values(result, metric)
+        assert result.summary.metrics[metric] == pytest.approx(sum(values.values()) / len(values))
 
 
 # --- noise -----------------------------------------------------------------------------------
@@ -122,9 +136,9 @@ def test_sigma_over_runs_is_the_sample_standard_deviation():
 def test_sigma_diff_and_run_sigma():
     assert stats.sigma_diff(0.03, 0.04) == pytest.approx(0.05)
     assert stats.sigma_diff(None, 0.02) == pytest.approx(0.02)
-    assert stats.run_sigma({"noise": {"sigma": {"mrr@5": 0.01}}}, "mrr@5") == 0.01
-    assert stats.run_sigma({"noise": None}, "mrr@5") == 0.0
-    assert stats.run_sigma(None, "mrr@5") == 0.0
+    assert stats.sigma_diff(1e308, 1e308) == pytest.approx(1.4142135623730951e308)   # no overflow
+    assert run([case("q1")], sigma={"mrr@5": 0.01}).sigma("mrr@5") == 0.01
+    assert run([case("q1")]).sigma("mrr@5") == 0.0
 
 
 def test_flaky_cases_are_those_whose_outcome_differs_across_runs():

@@ -11,13 +11,15 @@ import re
 from pathlib import Path
 from typing import Any
 
+import builders
 import pytest
 
 from rageval.config import GateConfig, ReportConfig
 from rageval.gate.decide import evaluate
 from rageval.gate.report import GITHUB_COMMENT_LIMIT, escape_md, fence, render_markdown, render_summary_line
+from rageval.results import CaseResult, CheckResult, Cost, RunResult
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 UPDATE = os.environ.get("RAGEVAL_UPDATE_GOLDEN") == "1"
 
 GOLDEN = {  # the seeds' golden set: question, expected answer
@@ -42,55 +44,22 @@ ANSWER_200_Q01 = "Bạn được đổi hoặc trả trong 7 ngày kể từ ng�
 NUMBERS_FAIL = {"q01": (["7 ngày"], ["30 ngày"]), "q03": (["5 ngày làm việc"], ["5 ngày"])}
 
 
-def case(cid: str, rank: int | None, answer: str | None, *, question: str = "?", expected: str = "",
-         numbers: tuple | None = None, passed: bool = True, tags: tuple = ("pr",),
-         slice_: dict | None = None) -> dict[str, Any]:
-    checks: dict[str, Any] = {"numbers": {"status": "pass", "passed": True, "score": 1.0, "reason": ""}}
-    failures: list[str] = []
-    if numbers is not None:
-        reason = f"missing {', '.join(numbers[0])}; outside source {', '.join(numbers[1])}"
-        checks["numbers"] = {"status": "fail", "passed": False, "score": 0.0, "reason": reason,
-                             "missing": numbers[0], "outside_source": numbers[1]}
-        failures.append(f"numbers: {reason}")
-        passed = False
-    elif not passed:
-        checks["judge"] = {"status": "fail", "passed": False, "score": 0.0, "reason": "wrong claim"}
-        failures.append("judge: wrong claim")
-    return {"id": cid, "question": question, "expected_answer": expected, "expected_sections": ["DT-1"],
-            "slice": slice_ or {"type": "lookup"}, "tags": list(tags), "out_of_scope": False, "answer": answer,
-            "retrieved": [], "context_tokens": 120, "first_relevant_rank": rank,
-            "metrics": {"hit@1": float(rank == 1), "hit@3": float(rank is not None and rank <= 3),
-                        "recall@3": 1.0, "mrr@5": 1 / rank if rank else 0.0},
-            "checks": checks, "passed": passed, "failures": failures, "error": None,
-            "usage": {"prompt_tokens": 500, "completion_tokens": 40}, "latency_ms": 800}
+def case(cid: str, rank: int | None, answer: str | None, **kw: Any) -> CaseResult:
+    return builders.case(cid, rank, answer=answer, context_tokens=120, latency_ms=800,
+                         usage={"prompt_tokens": 500, "completion_tokens": 40}, **kw)
 
 
-def run(cases: list[dict[str, Any]], *, version: int = 3, config: dict | None = None, sha: str = "a1b2c3d4e5",
-        sigma: dict | None = None) -> dict[str, Any]:
-    def means(cs: list[dict[str, Any]]) -> dict[str, float]:
-        out = {m: sum(c["metrics"][m] for c in cs) / len(cs) for m in ("hit@1", "hit@3", "recall@3", "mrr@5")}
-        out["pass_rate"] = sum(c["passed"] is True for c in cs) / len(cs)
-        out["numbers_pass"] = sum(c["checks"]["numbers"]["status"] == "pass" for c in cs) / len(cs)
-        return out
-
-    groups: dict[str, list] = {}
-    for c in cases:
-        for k, v in c["slice"].items():
-            groups.setdefault(f"{k}={v}", []).append(c)
+def run(cases: list[CaseResult], *, version: int = 3, config: dict | None = None, sha: str = "a1b2c3d4e5",
+        sigma: dict | None = None) -> RunResult:
     n = len(cases)
-    return {"schema_version": 1, "git_sha": sha,
-            "golden": {"name": "banhang-returns", "version": version, "sha256": "9f86d081884c7d659a2feaa0c55ad015"},
-            "config": config or {"chunking": {"size": 200}}, "metric_names": ["hit@1", "hit@3", "recall@3", "mrr@5"],
-            "summary": {"n_cases": n, "metrics": means(cases),
-                        "by_slice": {k: {"n_cases": len(v), "metrics": means(v)} for k, v in groups.items()}},
-            "cases": cases, "repeats": 1, "noise": {"sigma": sigma} if sigma else None, "flaky": [],
-            "cost": {"calls": {"generation": n, "judge": n, "faithfulness": 0, "embedding": 2},
-                     "calls_per_case": (2 * n + 2) / n, "prompt_tokens": 500 * n, "completion_tokens": 40 * n,
-                     "cache_hits": 1, "usd": 0.0123},
-            "timings": {"total_s": 4.25, "index_s": 0.5, "eval_s": 3.75}}
+    cost = Cost(calls={"generation": n, "judge": n, "faithfulness": 0, "embedding": 2}, calls_total=2 * n + 2,
+                calls_per_case=(2 * n + 2) / n, prompt_tokens=500 * n, completion_tokens=40 * n, cache_hits=1,
+                usd=0.0123)
+    return builders.run(cases, version=version, config=config, sha=sha, sigma=sigma or None, cost=cost,
+                        timings={"total_s": 4.25, "index_s": 0.5, "eval_s": 3.75})
 
 
-def chunk200(**kw: Any) -> dict[str, Any]:
+def chunk200(**kw: Any) -> RunResult:
     answers = {"q01": ANSWER_200_Q01}
     ranks = dict(zip(GOLDEN, (1, 1, 1, 2, 1)))
     return run([case(i, ranks[i], answers.get(i, GOLDEN[i][1]), question=GOLDEN[i][0], expected=GOLDEN[i][1])
@@ -99,7 +68,7 @@ def chunk200(**kw: Any) -> dict[str, Any]:
                **kw)
 
 
-def chunk800(**kw: Any) -> dict[str, Any]:
+def chunk800(**kw: Any) -> RunResult:
     ranks = dict(zip(GOLDEN, (3, 1, 3, 2, 1)))
     return run([case(i, ranks[i], ANSWERS_800.get(i, GOLDEN[i][1]), question=GOLDEN[i][0], expected=GOLDEN[i][1],
                      numbers=NUMBERS_FAIL.get(i)) for i in GOLDEN],
@@ -138,12 +107,12 @@ def test_blocked_report_matches_golden_file():
 def test_passed_report_with_flaky_case_matches_golden_file():
     before = chunk800(sigma={"mrr@5": 0.01, "pass_rate": 0.02})
     fixed = chunk200(sigma={"mrr@5": 0.01, "pass_rate": 0.02})
-    q05 = next(c for c in fixed["cases"] if c["id"] == "q05")
-    q05.update(passed=False, failures=["judge: wrong claim"],
-               checks={**q05["checks"], "judge": {"status": "fail", "passed": False, "reason": "wrong claim"}})
+    q05 = case("q05", 1, GOLDEN["q05"][1], question=GOLDEN["q05"][0], expected=GOLDEN["q05"][1], passed=False)
+    fixed = run([q05 if c.id == "q05" else c for c in fixed.cases], config=dict(fixed.config),
+                sigma={"mrr@5": 0.01, "pass_rate": 0.02})
     calls: list[Any] = []
 
-    def rerun(ids: list[str] | None) -> dict[str, Any]:
+    def rerun(ids: list[str] | None) -> RunResult:
         calls.append(ids)
         return run([case("q05", 1, GOLDEN["q05"][1], question=GOLDEN["q05"][0])])
 
@@ -221,8 +190,8 @@ NASTY = "Xem </details> ngay @channel\n```\n<script>alert(1)</script>\n````` | `
 
 def test_model_text_cannot_break_out_of_the_report():
     before = run([case("q1", 1, "ok", question="q?"), case("q2", 1, "ok")])
-    bad = case("q1", 2, NASTY, question="Hỏi <script>x</script> @channel | a\nb `c`", passed=False)
-    bad["failures"] = ["judge: says </details> and @here"]
+    bad = case("q1", 2, NASTY, question="Hỏi <script>x</script> @channel | a\nb `c`",
+               checks={"judge": CheckResult.fail("says </details> and @here")})
     after = run([bad, case("q2", 1, "ok")])
     verdict = evaluate(before, after, GateConfig())
     text = render_markdown(verdict, before, after, ReportConfig(), title="Gate <b>@team</b>")

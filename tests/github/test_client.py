@@ -13,7 +13,6 @@ import os
 import socket
 import stat
 import struct
-import sys
 import zipfile
 from datetime import datetime, timezone
 from pathlib import Path
@@ -21,21 +20,12 @@ from pathlib import Path
 import pytest
 import requests
 
-sys.path.insert(0, str(Path(__file__).parent))
+from github_server import STORAGE_OPERATION, FakeGitHub, LoggedRequest
 
-from github_server import STORAGE_OPERATION, FakeGitHub, LoggedRequest  # noqa: E402
-
-from rageval.errors import BaselineError, GithubError  # noqa: E402
-from rageval.github.client import (  # noqa: E402
-    MARKER_TEMPLATE,
-    MAX_COMMENT_CHARS,
-    GitHubClient,
-    comment_marker,
-    fetch_baseline,
-    find_baseline_artifact,
-    safe_extract_json,
-    upsert_comment,
-)
+from rageval.errors import BaselineError, GithubError
+from rageval.github.baseline import fetch_baseline, find_baseline_artifact, safe_extract_json
+from rageval.github.client import GitHubClient
+from rageval.github.comment import MARKER_TEMPLATE, MAX_COMMENT_CHARS, comment_marker, upsert_comment
 
 TOKEN = "ghp_SENTINEL_TOKEN_123"
 NAME = "rag-eval-baseline"
@@ -46,8 +36,8 @@ CLOCK = 1_800_000_000.0  # the client's fake "now" for rate-limit arithmetic
 
 _SPEC_CANDIDATES = [
     os.environ.get("RAGEVAL_GITHUB_OPENAPI", ""),
-    Path(__file__).parent / "data" / "github-rest-subset" / "openapi-subset.json",
-    Path(__file__).resolve().parents[2] / "shared" / "github-rest-subset" / "openapi-subset.json",
+    Path(__file__).parents[1] / "data" / "github-rest-subset" / "openapi-subset.json",
+    Path(__file__).resolve().parents[3] / "shared" / "github-rest-subset" / "openapi-subset.json",
 ]
 
 

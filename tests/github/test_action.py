@@ -24,17 +24,21 @@ import pytest
 import yaml
 
 from github_server import FakeGitHub
-from test_github import SPEC, check_contract
+from test_client import SPEC, check_contract
 
-from rageval.github import action
-from rageval.gate import decide as gate
-from rageval.github.action import get_input, main, parse_inputs, read_event, resolve_mode, write_output
-from rageval.pipeline.runner import narrow_baseline
 from rageval.config import load_config
-from rageval.github.client import comment_marker
-from rageval.pipeline.runner import prepare, run_repeats, write_json
+from rageval.flow import run_repeats
+from rageval.gate.decide import evaluate, narrow_baseline
+from rageval.gate.verdict import Verdict
+from rageval.github.action import main
+from rageval.github.comment import comment_marker
+from rageval.github.inputs import INPUT_DEFAULTS, get_input, parse_inputs, read_event, resolve_mode
+from rageval.github.workflow import write_output
+from rageval.golden.set import load_golden
+from rageval.pipeline.runner import prepare
+from rageval.results import RunResult, load_result, write_json
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "ghp_SENTINEL_ACTION_TOKEN"
 ARTIFACT = "rageval-baseline"
 HEAD_SHA = "1234567890abcdef1234567890abcdef12345678"
@@ -58,18 +62,18 @@ def ws(tmp_path_factory) -> Path:
     data = yaml.safe_load((root / CFG_200).read_text(encoding="utf-8"))
     data["gate"] = LENIENT_GATE
     (root / CFG_LENIENT).write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
-    baseline = run_repeats(prepare(load_config(root / CFG_200)), 1)
+    baseline = run_repeats(prepare(load_config(root / CFG_200), env={}), 1)
     write_json(root / "baseline" / "main.json", baseline)
     return root
 
 
 @pytest.fixture(scope="module")
-def baseline(ws) -> dict:
-    return json.loads((ws / "baseline" / "main.json").read_text(encoding="utf-8"))
+def baseline(ws) -> RunResult:
+    return load_result(ws / "baseline" / "main.json")
 
 
 @pytest.fixture(scope="module")
-def incident_verdict(ws, baseline) -> gate.Verdict:
+def incident_verdict(ws, baseline) -> Verdict:
     return expected_verdict(ws, CFG_800, baseline, "pr")
 
 
@@ -189,13 +193,13 @@ def assert_no_secret(run: Run, *files: str) -> None:
         assert TOKEN not in run.file(rel), rel
 
 
-def expected_verdict(ws: Path, config: str, baseline: dict, subset: str | None) -> gate.Verdict:
+def expected_verdict(ws: Path, config: str, baseline: RunResult, subset: str | None) -> Verdict:
     """The gate's decision computed directly with the library, for comparison with the action."""
     cfg = load_config(ws / config)
-    ev = prepare(cfg, subset=subset)
+    ev = prepare(cfg, subset=subset, env={})
     candidate = ev.run()
     narrowed = narrow_baseline(baseline, [c.id for c in ev.golden.cases])
-    return gate.evaluate(narrowed, candidate, cfg.gate,
+    return evaluate(narrowed, candidate, cfg.gate,
                          rerun=lambda ids: ev.run(fresh=True, case_ids=ids, previous=candidate))
 
 
@@ -217,10 +221,10 @@ def test_get_input_accepts_the_hyphen_and_the_underscore_form():
 
 def test_inputs_default_like_action_yml():
     declared = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
-    assert set(declared["inputs"]) == set(action.INPUT_DEFAULTS)
+    assert set(declared["inputs"]) == set(INPUT_DEFAULTS)
     for name, spec in declared["inputs"].items():
         if name != "github-token":
-            assert str(spec["default"]) == action.INPUT_DEFAULTS[name], name
+            assert str(spec["default"]) == INPUT_DEFAULTS[name], name
     assert declared["inputs"]["github-token"]["default"] == "${{ github.token }}"
     assert set(declared["outputs"]) == {"verdict", "results", "report", "pass-to-fail"}
     assert declared["runs"] == {"using": "docker", "image": "Dockerfile"}
@@ -241,7 +245,7 @@ def test_docs_table_every_input_and_output():
     assert workflow["jobs"]["gate"]["permissions"] == {"contents": "read", "pull-requests": "write",
                                                        "actions": "read"}
     uploads = [s for s in workflow["jobs"]["baseline"]["steps"] if s.get("uses") == "actions/upload-artifact@v4"]
-    assert uploads[0]["with"]["name"] == action.INPUT_DEFAULTS["baseline-artifact"]
+    assert uploads[0]["with"]["name"] == INPUT_DEFAULTS["baseline-artifact"]
     assert uploads[0]["with"]["path"] == "${{ steps.rageval.outputs.results }}"
 
 
@@ -301,14 +305,14 @@ def test_write_output_is_multiline_safe(tmp_path):
 
 
 def test_narrow_baseline_keeps_only_the_subset_and_recomputes_the_summary(baseline):
-    ids = [c["id"] for c in baseline["cases"]][:4]
+    ids = baseline.case_ids[:4]
     narrowed = narrow_baseline(baseline, ids)
-    assert [c["id"] for c in narrowed["cases"]] == ids
-    assert narrowed["summary"]["n_cases"] == 4
-    hits = [c["metrics"]["hit@3"] for c in baseline["cases"][:4]]
-    assert narrowed["summary"]["metrics"]["hit@3"] == pytest.approx(sum(hits) / 4)
-    assert baseline["summary"]["n_cases"] == len(baseline["cases"])  # the input is not mutated
-    assert narrow_baseline(baseline, [c["id"] for c in baseline["cases"]]) is baseline
+    assert narrowed.case_ids == ids
+    assert narrowed.summary.n_cases == 4
+    hits = [c.metrics["hit@3"] for c in baseline.cases[:4]]
+    assert narrowed.summary.metrics["hit@3"] == pytest.approx(sum(hits) / 4)
+    assert baseline.summary.n_cases == len(baseline.cases)  # the input is not changed
+    assert narrow_baseline(baseline, baseline.case_ids) is baseline
 
 
 # ---------------------------------------------------------------------- gate mode end to end
@@ -392,18 +396,17 @@ def test_pr_gate_passes_an_unchanged_pipeline_and_updates_the_existing_comment(w
 
 def test_cases_that_went_pass_to_fail_are_listed_and_block(ws, tmp_path, baseline):
     """A replayed PR in which three numeric cases that passed on main now answer without the number."""
-    from rageval.golden.set import load_golden
-
     pr_ids = {c.id for c in load_golden(ws / "examples" / "banhang" / "golden.yaml").subset("pr").cases}
-    numeric_passes = [c["id"] for c in baseline["cases"] if c["id"] in pr_ids and c["passed"] is True
-                      and (c["checks"].get("numbers") or {}).get("status") == "pass"]
+    numeric_passes = [c.id for c in baseline.cases if c.id in pr_ids and c.passed is True
+                      and c.status("numbers") == "pass"]
     assert len(numeric_passes) >= 3, "the demo's pr subset should hold passing numeric cases"
     flipped = numeric_passes[:3]
     with (ws / "examples" / "banhang" / "traces-flipped.jsonl").open("w", encoding="utf-8") as fh:
-        for case in baseline["cases"]:
-            if case["id"] in pr_ids:
-                answer = "Vui lòng liên hệ bộ phận hỗ trợ." if case["id"] in flipped else case["answer"]
-                trace = {"id": case["id"], "answer": answer, "retrieved": case["retrieved"], "error": None}
+        for case in baseline.cases:
+            if case.id in pr_ids:
+                answer = "Vui lòng liên hệ bộ phận hỗ trợ." if case.id in flipped else case.answer
+                trace = {"id": case.id, "answer": answer, "retrieved": [r.to_dict() for r in case.retrieved or ()],
+                         "error": None}
                 fh.write(json.dumps(trace, ensure_ascii=False) + "\n")
     data = yaml.safe_load((ws / CFG_LENIENT).read_text(encoding="utf-8"))
     data["app"] = {"type": "replay", "path": "traces-flipped.jsonl"}

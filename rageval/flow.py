@@ -1,0 +1,107 @@
+"""The one gate pipeline both faces call — `rageval baseline/gate` and the GitHub Action:
+run (with repeats → noise) → decide → confirm by re-run → render.
+
+``run_repeats`` measures noise for a baseline; ``gate`` runs (or takes) the candidate, decides
+against the baseline with re-runs through the evaluation, and renders the report. The CLI and the
+action only add their own parts (arguments and printing; inputs, artifact, comment, status).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from rageval.config import Config
+from rageval.errors import RagevalError
+from rageval.gate import report, stats
+from rageval.gate.decide import decide
+from rageval.gate.verdict import Verdict
+from rageval.pipeline.judging import judge_gate_allowed
+from rageval.pipeline.runner import Evaluation, cost_of
+from rageval.results import Noise, Progress, RunResult
+
+RerunLog = Callable[[list[str] | None], None]
+
+
+# --- baseline: repeats -> noise ---------------------------------------------------------------
+
+def _noise(runs: Sequence[RunResult], deterministic: bool) -> Noise:
+    """σ per summary metric and per slice over the runs; zero when there was one run."""
+    summaries = [dict(r.summary.metrics) for r in runs]
+    first = runs[0].summary
+    if len(runs) > 1:
+        sigma = stats.sigma_over_runs(summaries)
+        by_slice = {label: stats.sigma_over_runs([dict(r.summary.by_slice[label].metrics) for r in runs
+                                                  if label in (r.summary.by_slice or {})])
+                    for label in first.by_slice or {}}
+    else:
+        sigma = {k: 0.0 for k in first.metrics}
+        by_slice = {label: {k: 0.0 for k in s.metrics} for label, s in (first.by_slice or {}).items()}
+    return Noise(sigma=sigma, by_slice=by_slice, runs=tuple(summaries), runs_executed=len(runs),
+                 deterministic=deterministic)
+
+
+def run_repeats(ev: Evaluation, repeats: int, progress: Progress | None = None) -> RunResult:
+    """Run the eval ``repeats`` times to measure noise. Deterministic stages run once: later runs
+    reuse the first run's retrieval and call only the model stages, with the cache bypassed. When
+    nothing in the pipeline calls a model, the runs would be identical, so one run is made and
+    its noise is recorded as zero. The result's summary metrics are the mean over the runs."""
+    if repeats < 1:
+        raise RagevalError(f"--repeats must be at least 1, got {repeats}.")
+    first = ev.run(progress=progress)
+    runs = [first]
+    if not ev.deterministic:
+        runs += [ev.run(fresh=True, previous=first, progress=progress) for _ in range(repeats - 1)]
+    summaries = [r.summary.metrics for r in runs]
+    mean = {k: stats.mean_or_none([s.get(k) for s in summaries]) for k in summaries[0]}
+    return first.replace(
+        summary=replace(first.summary, metrics=mean), repeats=repeats, noise=_noise(runs, ev.deterministic),
+        flaky=tuple(stats.flaky_cases([{c.id: c.passed for c in r.cases} for r in runs]) if len(runs) > 1 else ()),
+        cost=cost_of(ev.client, sum(len(r.cases) for r in runs)),
+        timings={k: round(sum(r.timings.get(k, 0.0) for r in runs), 3) for k in first.timings})
+
+
+# --- gate --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class GateOutcome:
+    """The decision and what to show: the verdict, the runs as compared, the PR comment, the
+    one-line summary and notes (e.g. why judge_pass was not gated)."""
+
+    verdict: Verdict
+    baseline: RunResult | None
+    candidate: RunResult
+    markdown: str
+    line: str
+    notes: tuple[str, ...] = ()
+
+
+def gate(cfg: Config, baseline: RunResult | None, *, evaluation: Evaluation | None = None,
+         candidate: RunResult | None = None, subset_ids: Sequence[str] | None = None,
+         progress: Progress | None = None, on_rerun: RerunLog | None = None) -> GateOutcome:
+    """Gate a PR: run ``evaluation`` (or take a finished ``candidate``, which then cannot be
+    re-run), decide against ``baseline`` — re-running through the evaluation near a threshold —
+    and render the report. ``subset_ids``: the golden cases the candidate was expected to answer
+    (default: the evaluation's cases)."""
+    if (evaluation is None) == (candidate is None):
+        raise ValueError("flow.gate needs exactly one of evaluation and candidate")
+    rerun = None
+    if evaluation is not None:
+        candidate = evaluation.run(progress=progress)
+        first = candidate
+
+        def rerun(case_ids: list[str] | None) -> RunResult:
+            if on_rerun is not None:
+                on_rerun(case_ids)
+            return evaluation.run(fresh=True, case_ids=case_ids, previous=first)
+        subset_ids = subset_ids if subset_ids is not None else [c.id for c in evaluation.golden.cases]
+    assert candidate is not None  # noqa: S101 - one of the two was given (checked above)
+    notes: list[str] = []
+    allowed, why = judge_gate_allowed(cfg.judge)
+    if cfg.judge.min_agreement is not None and not allowed:
+        notes.append(f"judge_pass is not gated: {why}")
+    verdict, compared = decide(cfg, baseline, candidate, subset_ids=subset_ids or candidate.case_ids,
+                               rerun=rerun, gate_judge=allowed)
+    markdown = report.render_markdown(verdict, compared, candidate, cfg.report)
+    line = report.render_summary_line(verdict, title=cfg.report.title)
+    return GateOutcome(verdict, compared, candidate, markdown, line, tuple(notes))

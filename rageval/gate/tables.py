@@ -1,0 +1,102 @@
+"""The tables a Verdict carries for the report: the metric table, the by-slice table and the
+noise band. Pure functions of the gate's context and decisions; nothing here decides."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from rageval.gate import stats
+from rageval.gate.thresholds import Check, Context, delta_of, mean_value
+from rageval.gate.verdict import Reason
+from rageval.results import RunResult
+
+THRESHOLD_RULES = ("floor", "max_drop", "slice_floor", "slice_max_drop")
+
+
+def _status(reasons: Iterable[Reason], slice_key: str | None, metric: str, value: float | None) -> str:
+    mine = [r for r in reasons if r.metric == metric and r.slice == slice_key and r.case is None
+            and r.rule in THRESHOLD_RULES]
+    if any(r.blocking for r in mine):
+        return "fail"
+    if mine:
+        return "warn"                   # a breach that is reported but not blocking (not significant)
+    if value is None:
+        return "n/a"
+    return "pass"
+
+
+def _threshold(checks: Iterable[Check], slice_key: str | None, metric: str) -> dict[str, float] | None:
+    out: dict[str, float] = {}
+    for check in checks:
+        if check.slice == slice_key and check.metric == metric:
+            floor = check.rule.endswith("floor")
+            out["floor" if floor else "max_drop"] = check.threshold if floor else -check.threshold
+    return out or None
+
+
+def metric_rows(ctx: Context, runs: Sequence[RunResult], checks: Sequence[Check],
+                reasons: Sequence[Reason]) -> list[dict[str, Any]]:
+    """{metric, baseline, candidate, delta, threshold, status} for every summary metric of either
+    run and every gated one."""
+    cand_metrics = ctx.candidate.summary.metrics
+    base_metrics = ctx.baseline.summary.metrics if ctx.baseline is not None else {}
+    names = list(dict.fromkeys([*(m for m in ctx.candidate.metric_names if m in cand_metrics),
+                                *cand_metrics, *base_metrics, *ctx.cfg.floors, *ctx.cfg.max_drop]))
+    rows = []
+    for metric in names:
+        value = mean_value(runs, None, metric)
+        rows.append({"metric": metric, "baseline": base_metrics.get(metric),
+                     "candidate": value, "delta": delta_of(ctx, runs, None, metric) if ctx.comparable else None,
+                     "threshold": _threshold(checks, None, metric),
+                     "status": _status(reasons, None, metric, value)})
+    return rows
+
+
+def _slice_metrics(ctx: Context, key: str) -> list[str]:
+    gate = ctx.cfg.slices.get(key)
+    if gate is not None:
+        return list(dict.fromkeys([*gate.floors, *gate.max_drop]))
+    present = {m for run in (ctx.candidate, ctx.baseline) if run is not None
+               for m in ((run.summary.by_slice or {}).get(key).metrics if key in (run.summary.by_slice or {}) else {})}
+    return ["pass_rate"] if "pass_rate" in present else []
+
+
+def slice_rows(ctx: Context, runs: Sequence[RunResult], checks: Sequence[Check],
+               reasons: Sequence[Reason]) -> list[dict[str, Any]]:
+    """One row per (slice, metric): gated slices with their gated metrics, the others with pass_rate."""
+    keys = list(dict.fromkeys([*(ctx.candidate.summary.by_slice or {}),
+                               *((ctx.baseline.summary.by_slice or {}) if ctx.baseline is not None else {}),
+                               *ctx.cfg.slices]))
+    insufficient = {r.slice for r in reasons if r.rule == "slice_insufficient_data"}
+    rows = []
+    for key in keys:
+        for metric in _slice_metrics(ctx, key):
+            value = mean_value(runs, key, metric)
+            before = ctx.baseline.summary.value(metric, key) if ctx.baseline is not None else None
+            delta = delta_of(ctx, runs, key, metric) if ctx.comparable and None not in (before, value) else None
+            status = _status(reasons, key, metric, value)
+            if key in insufficient and status != "fail":
+                status = "insufficient_data"
+            rows.append({"slice": key, "metric": metric,
+                         "n_baseline": ctx.baseline.summary.slice_n(key) if ctx.baseline is not None else None,
+                         "n_candidate": ctx.candidate.summary.slice_n(key),
+                         "baseline": before, "candidate": value, "delta": delta,
+                         "threshold": _threshold(checks, key, metric), "gated": key in ctx.cfg.slices,
+                         "status": status})
+    return rows
+
+
+def noise_rows(ctx: Context, metrics: Sequence[str]) -> dict[str, dict[str, float]]:
+    """metric -> {sigma_baseline, sigma_candidate, sigma_diff, band} for metrics with measured
+    noise or a max_drop gate."""
+    out: dict[str, dict[str, float]] = {}
+    for metric in metrics:
+        sb = ctx.baseline.sigma(metric) if ctx.baseline is not None else 0.0
+        sc = ctx.candidate.sigma(metric)
+        if sb == 0.0 and sc == 0.0 and not (ctx.comparable and metric in ctx.cfg.max_drop):
+            continue
+        sd = stats.sigma_diff(sb, sc)
+        out[metric] = {"sigma_baseline": sb, "sigma_candidate": sc, "sigma_diff": sd,
+                       "band": ctx.cfg.noise_k * sd}
+    return out

@@ -1,0 +1,241 @@
+"""Floors and tolerance over noise, overall and per gated slice: the gate's aggregate rules.
+
+``aggregate_checks(ctx, runs)`` decides every floor and max_drop on the mean of ``runs`` (the
+candidate, plus any full re-runs):
+
+* **floors** — ``value < floor`` blocks (``mrr@5 0.63 < 0.85``). A floored metric with no value
+  (n/a) blocks too: a floor that cannot be checked is never a silent pass.
+* **max_drop** — blocks when the drop exceeds ``max(max_drop, noise_k · σ_diff)``, with
+  ``σ_diff = sqrt(σ_base² + σ_cand²)`` from each RunResult's ``noise.sigma`` (unmeasured σ = 0).
+  The delta is candidate − baseline of the summary values when both runs hold the same case ids,
+  otherwise the paired delta of the per-case values over the common cases.
+* **significance** (optional ``gate.significance = α``) — a max_drop breach blocks only when it is
+  significant: for ``pass_rate`` the exact McNemar test on the pass/fail flips must give p < α;
+  for every other metric the upper bound of the paired bootstrap CI at confidence 1 − α must be
+  below 0. A breach whose statistic cannot be computed (no per-case values) blocks.
+* **slices** — ``gate.slices["type=injection"]`` applies floors / max_drop to the slice's summary;
+  a gated slice with fewer than ``min_slice_cases`` cases (in the candidate, or in the baseline
+  for max_drop) is ``insufficient_data``: a non-blocking reason of its own, never a silent pass.
+
+Comparisons below ``1e-9`` are treated as equal, so a drop of exactly ``max_drop`` passes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from rageval.config import GateConfig
+from rageval.gate import stats
+from rageval.gate.report import fmt, fmt_delta
+from rageval.gate.verdict import Reason
+from rageval.metrics.base import parse_metric
+from rageval.results import RunResult
+
+EPS = 1e-9
+DETERMINISTIC_EMBEDDERS = ("local", "e5")
+DETERMINISTIC_GENERATORS = ("extractive", "none")
+
+RerunFn = Callable[[list[str] | None], RunResult]
+
+MSG_FLOOR = "{metric} {value} < {floor}"
+MSG_FLOOR_NA = "{metric} has no value in the candidate (n/a); the floor {floor} cannot be checked"
+MSG_DROP = "{metric} dropped {before} → {after} (Δ {delta}, tolerance {tol}{noise})"
+MSG_DROP_NA = "{metric} has no value in the candidate (n/a) but {before} in the baseline"
+MSG_INSUFFICIENT = ("slice {slice}: {n} {side} cases < min_slice_cases {min}; "
+                    "its {what} not applied")
+
+Target = tuple[str | None, Mapping[str, float], Mapping[str, float]]
+
+
+def is_retrieval(metric: str) -> bool:
+    if metric == "context_tokens":
+        return True
+    try:
+        return parse_metric(metric).is_retrieval
+    except ValueError:
+        return False
+
+
+def pipeline_of(candidate: RunResult) -> tuple[bool, bool]:
+    """(retrieval deterministic, generation deterministic) as the candidate's config says."""
+    config = candidate.config
+    embedding = config.get("embedding") or {}
+    generation = config.get("generation") or {}
+    judge = config.get("judge") or {}
+    retrieval = embedding.get("provider") in DETERMINISTIC_EMBEDDERS
+    gen = generation.get("provider") in DETERMINISTIC_GENERATORS and not judge.get("model")
+    return retrieval, gen
+
+
+def rerunnable(metric: str, pipeline: tuple[bool, bool]) -> bool:
+    det_retrieval, det_generation = pipeline
+    if is_retrieval(metric):
+        return not det_retrieval
+    return not (det_retrieval and det_generation)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One floor or max_drop decision on one (slice, metric)."""
+
+    rule: str                   # floor | max_drop | slice_floor | slice_max_drop
+    slice: str | None
+    metric: str
+    value: float | None         # floor: the value; max_drop: the delta
+    threshold: float            # floor: the floor; max_drop: −tolerance
+    failed: bool
+    message: str
+    blocking: bool
+    rerunnable: bool
+
+    @property
+    def breach(self) -> float:
+        return float("inf") if self.value is None else self.threshold - self.value
+
+    @property
+    def key(self) -> str:
+        """``mrr@5`` overall, ``type=injection:judge_pass`` in a slice."""
+        return self.metric if self.slice is None else f"{self.slice}:{self.metric}"
+
+
+@dataclass
+class Context:
+    """What every aggregate decision needs about the two runs."""
+
+    baseline: RunResult | None
+    candidate: RunResult
+    cfg: GateConfig
+    comparable: bool
+    same_cases: bool
+    common: list[str]
+    pipeline: tuple[bool, bool]
+    mcnemar_by_slice: dict[str | None, stats.McNemar]
+    ci: dict[tuple[str | None, str], stats.BootstrapCI | None]
+
+
+def mean_value(runs: Sequence[RunResult], slice_key: str | None, metric: str) -> float | None:
+    return stats.mean_or_none(r.summary.value(metric, slice_key) for r in runs)
+
+
+def _slice_ids(ctx: Context, slice_key: str | None) -> list[str]:
+    if slice_key is None:
+        return list(ctx.common)
+    cases = ctx.candidate.case_map
+    return [i for i in ctx.common if slice_key in cases[i].slice_labels]
+
+
+def delta_of(ctx: Context, runs: Sequence[RunResult], slice_key: str | None, metric: str) -> float | None:
+    """Mean over the candidate runs of (run − baseline), per the same-cases / common-cases rule."""
+    if ctx.baseline is None:
+        return None
+    deltas: list[float | None] = []
+    base = ctx.baseline.summary.value(metric, slice_key)
+    for run in runs:
+        value = run.summary.value(metric, slice_key)
+        if not ctx.same_cases:
+            before, after = stats.paired_values(ctx.baseline, run, metric, _slice_ids(ctx, slice_key))
+            if before.size:
+                deltas.append(float(after.mean() - before.mean()))
+                continue
+        deltas.append(None if value is None or base is None else value - base)
+    return stats.mean_or_none(deltas)
+
+
+def _significance_note(ctx: Context, slice_key: str | None, metric: str) -> str | None:
+    """None when the breach is significant (it blocks); otherwise why it is not."""
+    alpha = ctx.cfg.significance
+    if alpha is None or ctx.baseline is None:
+        return None
+    if metric == "pass_rate":
+        test = ctx.mcnemar_by_slice.get(slice_key)
+        if test is None or test.p < alpha:
+            return None
+        return f"not significant: McNemar p={test.p:.3f} ≥ {alpha:g}"
+    key = (slice_key, metric)
+    if key not in ctx.ci:
+        before, after = stats.paired_values(ctx.baseline, ctx.candidate, metric, _slice_ids(ctx, slice_key))
+        ctx.ci[key] = stats.paired_bootstrap(before, after, confidence=1.0 - alpha)
+    ci = ctx.ci[key]
+    if ci is None or ci.high < 0:
+        return None
+    return f"not significant: {100 * (1 - alpha):g}% CI of Δ [{fmt_delta(ci.low)}, {fmt_delta(ci.high)}] includes 0"
+
+
+def _targets(ctx: Context) -> tuple[list[Target], list[Reason]]:
+    """(slice, floors, max_drop) to check, overall first; and the insufficient-data notes of
+    gated slices with too few cases."""
+    cfg = ctx.cfg
+    targets: list[Target] = [(None, cfg.floors, cfg.max_drop)]
+    notes: list[Reason] = []
+    for slice_key, gate in cfg.slices.items():
+        n_cand = ctx.candidate.summary.slice_n(slice_key)
+        drops = dict(gate.max_drop) if ctx.comparable else {}
+        if n_cand < cfg.min_slice_cases:
+            notes.append(Reason("slice_insufficient_data", MSG_INSUFFICIENT.format(
+                slice=slice_key, n=n_cand, side="candidate", min=cfg.min_slice_cases, what="gates were"),
+                False, slice=slice_key, value=n_cand, threshold=cfg.min_slice_cases))
+            continue
+        n_base = ctx.baseline.summary.slice_n(slice_key) if ctx.baseline is not None else 0
+        if drops and n_base < cfg.min_slice_cases:
+            notes.append(Reason("slice_insufficient_data", MSG_INSUFFICIENT.format(
+                slice=slice_key, n=n_base, side="baseline", min=cfg.min_slice_cases, what="max_drop was"),
+                False, slice=slice_key, value=n_base, threshold=cfg.min_slice_cases))
+            drops = {}
+        targets.append((slice_key, dict(gate.floors), drops))
+    return targets, notes
+
+
+def _prefix(slice_key: str | None) -> tuple[str, str]:
+    return ("", "") if slice_key is None else ("slice_", f"slice {slice_key}: ")
+
+
+def _floor_check(ctx: Context, runs: Sequence[RunResult], slice_key: str | None, metric: str, floor: float) -> Check:
+    value = mean_value(runs, slice_key, metric)
+    if value is None:
+        message, failed = MSG_FLOOR_NA.format(metric=metric, floor=fmt(floor)), True
+    else:
+        failed = value < floor - EPS
+        message = MSG_FLOOR.format(metric=metric, value=fmt(value, floor), floor=fmt(floor, value))
+    rule, where = _prefix(slice_key)
+    return Check(rule + "floor", slice_key, metric, value, float(floor), failed, where + message, failed,
+                 rerunnable(metric, ctx.pipeline))
+
+
+def _drop_check(ctx: Context, base: RunResult, runs: Sequence[RunResult], slice_key: str | None, metric: str,
+                max_drop: float) -> Check | None:
+    before = base.summary.value(metric, slice_key)
+    if before is None:
+        return None                      # nothing to drop from: the metric is new
+    sigma = stats.sigma_diff(base.sigma(metric, slice_key), ctx.candidate.sigma(metric, slice_key))
+    tol = max(float(max_drop), ctx.cfg.noise_k * sigma)
+    after = mean_value(runs, slice_key, metric)
+    delta = delta_of(ctx, runs, slice_key, metric)
+    rule, where = _prefix(slice_key)
+    if after is None or delta is None:
+        return Check(rule + "max_drop", slice_key, metric, None, -tol, True,
+                     where + MSG_DROP_NA.format(metric=metric, before=fmt(before)), True,
+                     rerunnable(metric, ctx.pipeline))
+    failed = delta < -tol - EPS
+    noise = f" = {ctx.cfg.noise_k:g}·σ {fmt(sigma)}" if tol > max_drop + EPS else ""
+    message = where + MSG_DROP.format(metric=metric, before=fmt(before), after=fmt(after, before),
+                                      delta=fmt_delta(delta), tol=fmt(tol), noise=noise)
+    blocking = failed
+    note = _significance_note(ctx, slice_key, metric) if failed else None
+    if note:
+        message, blocking = f"{message} — {note}", False
+    return Check(rule + "max_drop", slice_key, metric, delta, -tol, failed, message, blocking,
+                 rerunnable(metric, ctx.pipeline))
+
+
+def aggregate_checks(ctx: Context, runs: Sequence[RunResult]) -> tuple[list[Check], list[Reason]]:
+    """Floors and max_drop, overall and per gated slice, on the mean of ``runs``; plus the
+    insufficient-data reasons of gated slices."""
+    targets, notes = _targets(ctx)
+    checks: list[Check] = []
+    for slice_key, floors, drops in targets:
+        checks += [_floor_check(ctx, runs, slice_key, metric, floor) for metric, floor in floors.items()]
+        if ctx.comparable and ctx.baseline is not None:
+            found = (_drop_check(ctx, ctx.baseline, runs, slice_key, m, drop) for m, drop in drops.items())
+            checks += [c for c in found if c is not None]
+    return checks, notes
