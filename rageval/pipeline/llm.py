@@ -5,12 +5,10 @@
 * **retries** on 408/409/429/5xx, timeouts and connection errors, up to ``llm.max_retries``,
   waiting what the server asks (``retry-after-ms`` / ``Retry-After``) or an exponential backoff
   with jitter, every wait capped at ``MAX_WAIT_S``; the openai client's own retries are off;
-* a **content-addressed response cache** on disk, so an unchanged re-run costs zero calls.
-  Key = sha256 of canonical JSON of the request kind, the endpoint host, the model and every
+* a **content-addressed response cache** on disk (``llm_cache.ResponseCache``), so an unchanged
+  re-run costs zero calls. The key covers the request kind, the endpoint host, the model and every
   request parameter (messages, temperature, seed, max_tokens, response_format); embeddings are
-  cached per text (model + text). The API key is never part of a key or a cache file. Files are
-  ``<cache_dir>/<kk>/<key>.json``, written to a temporary file and renamed into place, so a crash
-  never leaves half a file; an unreadable file is a miss and is overwritten;
+  cached per text (model + text). The API key is never part of a key or a cache file;
 * a **concurrency bound** (``llm.concurrency`` requests in flight, whatever the callers' pools);
 * **accounting** of calls per stage and per case, tokens, cache hits and USD from ``llm.prices``,
   and a **budget cap** (``llm.max_cost_usd``) checked before every network call.
@@ -25,21 +23,13 @@ Authorization header, is not attached), a cache file, ``usage()`` or ``describe(
 
 from __future__ import annotations
 
-import base64
 import copy
-import email.utils
-import hashlib
-import json
-import math
 import os
 import random
-import struct
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -48,6 +38,8 @@ import openai
 
 from rageval.config import LLMConfig
 from rageval.errors import ConfigError, ModelError
+from rageval.pipeline.llm_cache import ResponseCache
+from rageval.pipeline.llm_parse import Malformed, parse_chat, parse_embeddings, retry_after, server_message
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_CACHE_DIR = ".rageval-cache"
@@ -57,7 +49,6 @@ MAX_WAIT_S = 30.0                          # no single retry wait is longer than
 BACKOFF_BASE_S = 0.5                       # first backoff; doubles per attempt, jitter in [50 %, 100 %]
 MALFORMED_RETRIES = 1                      # a 200 with an unusable body is retried once
 RETRYABLE_STATUS = frozenset({408, 409, 429})
-CACHE_VERSION = 1
 
 MISSING_KEY = (
     "llm.api_key_env: the environment variable {var} is not set, and the model endpoint {url} needs an "
@@ -68,7 +59,6 @@ BAD_BASE_URL = "llm.base_url: {url!r} is not an http(s) URL. Use e.g. https://ap
 BUDGET_EXCEEDED = "budget exceeded: spent ${spent} of llm.max_cost_usd ${cap}"
 BUDGET_TIP = "Raise llm.max_cost_usd, run a smaller golden subset, or keep the response cache (.rageval-cache) between runs."
 CALL_FAILED = "{what} failed after {attempts} attempt{s}{case}: {reason}"
-CACHE_UNWRITABLE = "llm.cache_dir: cannot write the response cache at {path}: {error}. Point llm.cache_dir at a writable folder."
 
 
 class BudgetExceeded(ModelError):
@@ -100,10 +90,6 @@ class _Failure:
     retryable: bool = False
     malformed: bool = False
     wait_s: float | None = None      # what the server asked us to wait, if it said
-
-
-class _Malformed(Exception):
-    """The server answered 200 but the body is not a usable response."""
 
 
 class LLMClient:
@@ -140,7 +126,8 @@ class LLMClient:
         self._openai = openai.OpenAI(base_url=base_url, api_key=key, timeout=cfg.timeout_s, max_retries=0)
         self._redact = key if key != LOCAL_DUMMY_KEY else None
         del key
-        self._cache_dir = Path(cache_dir if cache_dir is not None else (cfg.cache_dir or DEFAULT_CACHE_DIR))
+        self._cache = ResponseCache(Path(cache_dir if cache_dir is not None else (cfg.cache_dir or DEFAULT_CACHE_DIR)),
+                                    self._host)
         self._sleep = sleep
         self._rng = rng if rng is not None else random.Random()
         self._rng_lock = threading.Lock()
@@ -169,7 +156,7 @@ class LLMClient:
             "concurrency": self._cfg.concurrency,
             "timeout_s": self._cfg.timeout_s,
             "max_retries": self._cfg.max_retries,
-            "cache_dir": self._cache_dir.as_posix(),
+            "cache_dir": self._cache.directory.as_posix(),
             "max_cost_usd": self._cfg.max_cost_usd,
         }
 
@@ -208,9 +195,9 @@ class LLMClient:
             raise ValueError("chat() needs a non-empty list of messages")
         request = {"model": model, "messages": messages, "temperature": temperature, "seed": seed,
                    "max_tokens": max_tokens, "response_format": response_format}
-        key = self._key("chat", request)
+        key = self._cache.key("chat", request)
         if use_cache:
-            hit = self._cache_read(key, "chat")
+            hit = self._cache.read(key, "chat")
             if hit is not None:
                 with self._lock:
                     self._cache_hits += 1
@@ -226,11 +213,11 @@ class LLMClient:
         parsed = self._call(
             what=f"chat model '{model}'", model=model, stage=stage, case_id=case_id,
             send=lambda: self._openai.chat.completions.with_raw_response.create(**kwargs),
-            parse=lambda body: _parse_chat(body, model),
+            parse=lambda body: parse_chat(body, model),
         )
         response = {"text": parsed["text"], "prompt_tokens": parsed["prompt_tokens"],
                     "completion_tokens": parsed["completion_tokens"], "model": parsed["model"]}
-        self._cache_write(key, "chat", request, response)
+        self._cache.write(key, "chat", request, response)
         return ChatResult(cached=False, **response)
 
     def embed(self, model: str, texts: list[str], *, stage: str = "embedding", case_id: str | None = None,
@@ -241,14 +228,14 @@ class LLMClient:
             raise ValueError("embed() needs a list of strings")
         if batch_size is not None and batch_size < 1:
             raise ValueError("embed() batch_size must be at least 1")
-        keys = [self._key("embedding", {"model": model, "text": t}) for t in texts]
+        keys = [self._cache.key("embedding", {"model": model, "text": t}) for t in texts]
         found: dict[str, list[float]] = {}
         missing: dict[str, str] = {}
         hits = 0
         for key, text in zip(keys, texts):
             if key in found or key in missing:
                 continue
-            hit = self._cache_read(key, "embedding")
+            hit = self._cache.read(key, "embedding")
             if hit is not None:
                 found[key] = hit["embedding"]
                 hits += 1
@@ -266,10 +253,10 @@ class LLMClient:
                 what=f"embedding model '{model}'", model=model, stage=stage, case_id=case_id,
                 send=lambda inputs=inputs: self._openai.embeddings.with_raw_response.create(
                     model=model, input=inputs, encoding_format="float"),
-                parse=lambda body, n=len(inputs): _parse_embeddings(body, n),
+                parse=lambda body, n=len(inputs): parse_embeddings(body, n),
             )
             for (key, text), vector in zip(batch, parsed["vectors"]):
-                self._cache_write(key, "embedding", {"model": model, "text": text}, {"embedding": vector})
+                self._cache.write(key, "embedding", {"model": model, "text": text}, {"embedding": vector})
                 found[key] = vector
         return [list(found[k]) for k in keys]
 
@@ -295,7 +282,7 @@ class LLMClient:
             if failure is None:
                 try:
                     parsed = parse(body)
-                except _Malformed as exc:
+                except Malformed as exc:
                     failure = _Failure(f"malformed response: {self._clean(str(exc))}", status_code=raw.status_code,
                                        retryable=True, malformed=True)
                 else:
@@ -320,12 +307,12 @@ class LLMClient:
 
     def _status_failure(self, exc: openai.APIStatusError) -> _Failure:
         status = exc.status_code
-        message = _server_message(exc.body) or exc.__class__.__name__
+        message = server_message(exc.body) or exc.__class__.__name__
         return _Failure(
             f"HTTP {status}: {self._clean(message)}",
             status_code=status,
             retryable=status in RETRYABLE_STATUS or status >= 500,
-            wait_s=_retry_after(exc.response.headers),
+            wait_s=retry_after(exc.response.headers),
         )
 
     def _wait_s(self, failure: _Failure, attempt: int) -> float:
@@ -367,173 +354,8 @@ class LLMClient:
                 per_case = self._by_case.setdefault(case_id, {})
                 per_case[stage] = per_case.get(stage, 0) + 1
 
-    # --- cache ---------------------------------------------------------------------------------
-    def _key(self, kind: str, request: dict[str, Any]) -> str:
-        canonical = json.dumps({"v": CACHE_VERSION, "kind": kind, "host": self._host, **request},
-                               sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-
-    def _path(self, key: str) -> Path:
-        return self._cache_dir / key[:2] / f"{key}.json"
-
-    def _cache_read(self, key: str, kind: str) -> dict[str, Any] | None:
-        try:
-            with open(self._path(key), encoding="utf-8") as fh:
-                record = json.load(fh)
-        except (OSError, ValueError):
-            return None
-        if not isinstance(record, dict) or record.get("key") != key or record.get("kind") != kind:
-            return None
-        response = record.get("response")
-        if not isinstance(response, dict):
-            return None
-        if kind == "chat":
-            ok = (isinstance(response.get("text"), str) and isinstance(response.get("model"), str)
-                  and _is_count(response.get("prompt_tokens")) and _is_count(response.get("completion_tokens")))
-        else:
-            vector = response.get("embedding")
-            ok = isinstance(vector, list) and bool(vector) and all(_is_number(v) for v in vector)
-        return response if ok else None
-
-    def _cache_write(self, key: str, kind: str, request: dict[str, Any], response: dict[str, Any]) -> None:
-        path = self._path(key)
-        record = {"v": CACHE_VERSION, "key": key, "kind": kind, "host": self._host,
-                  "request": request, "response": response}
-        data = json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8")
-        tmp: str | None = None
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:8]}-", suffix=".tmp")
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-            tmp = None
-        except OSError as exc:
-            raise ConfigError(CACHE_UNWRITABLE.format(path=self._cache_dir, error=exc.strerror or exc)) from None
-        finally:
-            if tmp is not None:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-
-
-# --- response parsing (pure) -----------------------------------------------------------------------
-def _load(body: str) -> dict[str, Any]:
-    try:
-        data = json.loads(body)
-    except ValueError:
-        snippet = " ".join(body.split())[:60]
-        raise _Malformed(f"the body is not JSON ({snippet!r})") from None
-    if not isinstance(data, dict):
-        raise _Malformed("the body is not a JSON object")
-    return data
-
-
-def _usage(data: dict[str, Any]) -> tuple[int, int]:
-    usage = data.get("usage")
-    if not isinstance(usage, dict):
-        return 0, 0          # some servers omit usage; the call still counts, its tokens are unknown
-    prompt, completion = usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0
-    if not (_is_count(prompt) and _is_count(completion)):
-        raise _Malformed("usage token counts are not non-negative integers")
-    return prompt, completion
-
-
-def _parse_chat(body: str, model: str) -> dict[str, Any]:
-    data = _load(body)
-    choices = data.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise _Malformed("no 'choices' in the chat completion")
-    message = choices[0].get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    if not isinstance(content, str):
-        refusal = message.get("refusal") if isinstance(message, dict) else None
-        if isinstance(refusal, str):
-            content = refusal
-        else:
-            raise _Malformed("choices[0].message.content is not a string")
-    prompt, completion = _usage(data)
-    served = data.get("model")
-    return {"text": content, "prompt_tokens": prompt, "completion_tokens": completion,
-            "model": served if isinstance(served, str) and served else model}
-
-
-def _parse_embeddings(body: str, n: int) -> dict[str, Any]:
-    data = _load(body)
-    items = data.get("data")
-    if not isinstance(items, list) or len(items) != n:
-        got = len(items) if isinstance(items, list) else "no"
-        raise _Malformed(f"expected {n} embeddings in 'data', got {got}")
-    vectors: list[list[float] | None] = [None] * n
-    for pos, item in enumerate(items):
-        if not isinstance(item, dict):
-            raise _Malformed("an item of 'data' is not an object")
-        index = item.get("index", pos)
-        if not _is_count(index) or index >= n or vectors[index] is not None:
-            raise _Malformed(f"bad embedding index {index!r}")
-        emb = item.get("embedding")
-        if isinstance(emb, str):     # base64 little-endian float32, as OpenAI sends when asked
-            try:
-                raw = base64.b64decode(emb, validate=True)
-                emb = list(struct.unpack(f"<{len(raw) // 4}f", raw))
-            except (ValueError, struct.error):
-                raise _Malformed("an embedding is neither a list of numbers nor base64 float32") from None
-        if not isinstance(emb, list) or not emb or not all(_is_number(v) for v in emb):
-            raise _Malformed("an embedding is not a non-empty list of numbers")
-        vectors[index] = [float(v) for v in emb]
-    dims = {len(v) for v in vectors if v is not None}
-    if len(dims) != 1:
-        raise _Malformed(f"embeddings have different lengths {sorted(dims)}")
-    prompt, _ = _usage(data)
-    return {"vectors": vectors, "prompt_tokens": prompt, "completion_tokens": 0}
-
 
 # --- helpers ---------------------------------------------------------------------------------------
-def _server_message(body: object) -> str | None:
-    if isinstance(body, dict):
-        error = body.get("error")
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return error["message"]
-        if isinstance(error, str):
-            return error
-        if isinstance(body.get("message"), str):
-            return body["message"]
-    if isinstance(body, str) and body.strip():
-        return body
-    return None
-
-
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds the server asked us to wait: ``retry-after-ms``, else ``Retry-After`` as seconds
-    or an HTTP date; None when it did not say (or said nonsense)."""
-    ms = headers.get("retry-after-ms")
-    if ms is not None:
-        try:
-            value = float(ms) / 1000.0
-            if math.isfinite(value) and value >= 0:
-                return value
-        except ValueError:
-            pass
-    ra = headers.get("retry-after")
-    if ra is None:
-        return None
-    try:
-        value = float(ra)
-        return value if math.isfinite(value) and value >= 0 else None
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(ra)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return max((when - datetime.now(timezone.utc)).total_seconds(), 0.0)
-
-
 def _tip(status: int | None, cfg: LLMConfig) -> str | None:
     if status in (401, 403):
         return f"Check the API key in ${cfg.api_key_env} (llm.api_key_env) and that it may use this model."
@@ -558,11 +380,3 @@ def _usd(x: float) -> str:
     text = f"{x:.4f}".rstrip("0")
     whole, _, frac = text.partition(".")
     return f"{whole}.{frac.ljust(2, '0')}"
-
-
-def _is_count(x: object) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
-
-
-def _is_number(x: object) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)

@@ -26,7 +26,7 @@ from rageval.errors import ConfigError, ModelError
 from rageval.pipeline.index import VectorIndex
 from seed_data import POLICY
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 # The BanHang return policy, sections DT-1..DT-6 (from the seed article), plus three made-up
 # sections on shipping and warranty so the policy is not alone in the corpus.
