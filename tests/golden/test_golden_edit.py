@@ -6,7 +6,6 @@ import os
 import shutil
 import stat
 from datetime import date
-from pathlib import Path
 
 import pytest
 import yaml
@@ -25,7 +24,8 @@ from rageval.golden.edit import (
     yaml_double_quoted,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+from conftest import ROOT
+
 BANHANG = ROOT / "examples" / "banhang" / "golden.yaml"
 TODAY = date(2026, 12, 1)
 
