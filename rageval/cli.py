@@ -98,6 +98,7 @@ def _fmt(value: Any, name: str = "") -> str:
 
 def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     from rageval.golden import lifecycle
+    from rageval.golden.history import default_git_ref, git_history, reference_from_git
     from rageval.pipeline.chunking import chunk_corpus
     from rageval.golden.corpus import load_corpus
     from rageval.errors import DatasetError
@@ -130,8 +131,8 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
             references.append(before)
             checked.append(before.label)
     if not args.no_git:
-        ref = args.against or lifecycle.default_git_ref()
-        before, why = lifecycle.reference_from_git(cfg.golden, ref)
+        ref = args.against or default_git_ref()
+        before, why = reference_from_git(cfg.golden, ref)
         if before is None:
             out.write(f"note: version discipline not checked against git: {why}\n")
         else:
@@ -140,7 +141,7 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     for before in references:
         problems += [p for p in lifecycle.version_problems(before, now, str(golden.path))
                      if p not in problems]
-    history = lifecycle.git_history(cfg.golden)[0] if not args.no_git else []
+    history = git_history(cfg.golden)[0] if not args.no_git else []
     problems += lifecycle.reused_ids([*references, *history], now, str(golden.path))
     if history:
         checked.append(f"the ids used in {len(history)} commit{'s' if len(history) != 1 else ''} of {golden.path.name}")
@@ -289,13 +290,13 @@ def _split_list(values: Sequence[str] | None) -> list[str]:
 
 
 def cmd_golden_add(args: argparse.Namespace, out: TextIO) -> int:
-    from rageval.golden import lifecycle
     from rageval.golden.corpus import load_corpus
     from rageval.golden.edit import add_case, write_added
+    from rageval.golden.history import git_history
 
     cfg = load_config(args.config)
     corpus = load_corpus(cfg.corpus, cfg.root)
-    history, _ = lifecycle.git_history(cfg.golden)   # ids used before are not handed out again
+    history, _ = git_history(cfg.golden)   # ids used before are not handed out again
     result = add_case(cfg.golden, question=args.question, expected_sections=_split_list(args.expected_sections),
                       expected_answer=args.expected_answer or "", source=args.source,
                       tags=_split_list(args.tags), must_include=args.must_include or (),
