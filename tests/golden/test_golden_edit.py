@@ -21,8 +21,8 @@ from rageval.golden.edit import (
     next_case_id,
     shorten,
     write_added,
-    yaml_double_quoted,
 )
+from rageval.golden.yaml_text import yaml_double_quoted
 
 from conftest import ROOT
 
