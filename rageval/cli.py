@@ -21,6 +21,7 @@ from rageval.errors import EXIT_BLOCKED, EXIT_INTERNAL, EXIT_OK, DatasetError, R
 from rageval.gate import report
 from rageval.gate.verdict import Verdict
 from rageval.golden import lifecycle
+from rageval.golden.history import default_git_ref, git_history, reference_from_git
 from rageval.golden.candidates import (
     DEFAULT_ORDER_PATTERNS,
     load_logs,
@@ -78,7 +79,7 @@ def _references(args: argparse.Namespace, cfg: Config, out: TextIO) -> list[life
         else:
             references.append(before)
     if not args.no_git:
-        before, why = lifecycle.reference_from_git(cfg.golden, args.against or lifecycle.default_git_ref())
+        before, why = reference_from_git(cfg.golden, args.against or default_git_ref())
         if before is None:
             out.write(f"note: version discipline not checked against git: {why}\n")
         else:
@@ -95,7 +96,7 @@ def _version_discipline(args: argparse.Namespace, cfg: Config, golden: GoldenSet
     problems: list[str] = []
     for before in references:
         problems += [p for p in lifecycle.version_problems(before, now, str(golden.path)) if p not in problems]
-    history = lifecycle.git_history(cfg.golden)[0] if not args.no_git else []
+    history = git_history(cfg.golden)[0] if not args.no_git else []
     problems += lifecycle.reused_ids([*references, *history], now, str(golden.path))
     if problems:
         raise DatasetError("\n".join(problems))
@@ -234,7 +235,7 @@ def _split_list(values: Sequence[str] | None) -> list[str]:
 def cmd_golden_add(args: argparse.Namespace, out: TextIO) -> int:
     cfg = load_config(args.config)
     corpus = load_corpus(cfg.corpus, cfg.root)
-    history, _ = lifecycle.git_history(cfg.golden)   # ids used before are not handed out again
+    history, _ = git_history(cfg.golden)   # ids used before are not handed out again
     result = add_case(cfg.golden, question=args.question, expected_sections=_split_list(args.expected_sections),
                       expected_answer=args.expected_answer or "", source=args.source,
                       tags=_split_list(args.tags), must_include=args.must_include or (),

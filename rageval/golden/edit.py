@@ -41,6 +41,17 @@ import yaml
 
 from rageval.errors import DatasetError, did_you_mean
 from rageval.golden.set import HOLDOUT_TAG, Case, GoldenSet, load_golden
+from rageval.golden.yaml_text import (
+    content_end,
+    flow_list,
+    flow_mapping,
+    flow_quoted_list,
+    line_end,
+    plain_or_quoted,
+    quoted_like,
+    scalar_like,
+    yaml_double_quoted,
+)
 from rageval.text import fold
 
 MSG_EMPTY_QUESTION = "{path}: the new case needs a question (the text a user asked). Pass --question \"…\"."
@@ -74,11 +85,6 @@ MSG_CHANGED = ("{path}: the file changed after the new case was prepared; nothin
 _INCIDENT = re.compile(r"incident-(\d{4})-(\d{2})-(\d{2})")
 _NUMBERED_ID = re.compile(r"(.*?)(\d+)")
 _DOTTED = re.compile(r"\d+(?:\.\d+)*")
-_PLAIN_SAFE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-/]*")
-_PROPERTIES = re.compile(r"((?:[!&]\S*\s+)*)(.*)", re.DOTALL)
-# Characters PyYAML's reader accepts, minus the ones YAML treats as line breaks inside a scalar.
-_YAML_UNSAFE = re.compile("[^\x09\x0A\x0D\x20-\x7E\xA0-\u2027\u202A-\uD7FF\uE000-\uFEFE\uFF00-\uFFFD"
-                          "\U00010000-\U0010FFFF]")
 QUESTION_IN_CHANGELOG = 60
 
 
@@ -159,7 +165,7 @@ def write_added(path: Path, result: AddResult) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Pure pieces: id, version, changelog line, scalar rendering.
+# Pure pieces: id, version, changelog line.
 # --------------------------------------------------------------------------------------------
 
 def next_case_id(existing: Sequence[str], retired: Iterable[str] = ()) -> str:
@@ -216,57 +222,6 @@ def shorten(text: str, limit: int = QUESTION_IN_CHANGELOG) -> str:
     if text[limit - 1] != " " and " " in cut[limit // 2:]:
         cut = cut[:cut.rindex(" ")]
     return cut.rstrip(" ,;:.") + "…"
-
-
-def yaml_double_quoted(value: str) -> str:
-    """A YAML double-quoted scalar (JSON string syntax is valid YAML), with every character YAML
-    would reject or fold (C1 controls, U+2028/2029, BOM) written as an escape."""
-    return _YAML_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False))
-
-
-def _single_quoted(value: str) -> str:
-    if "\n" in value or _YAML_UNSAFE.search(value):
-        return yaml_double_quoted(value)
-    return "'" + value.replace("'", "''") + "'"
-
-
-def _plain_or_quoted(value: str) -> str:
-    """Plain when it reads back as the same string (DT-1, pr, incident-2026-11-29), else quoted."""
-    if _PLAIN_SAFE.fullmatch(value) and yaml.safe_load(value) == value:
-        return value
-    return yaml_double_quoted(value)
-
-
-def _flow_list(values: Sequence[str]) -> str:
-    return "[" + ", ".join(_plain_or_quoted(v) for v in values) + "]"
-
-
-def _flow_quoted_list(values: Sequence[str]) -> str:
-    return "[" + ", ".join(yaml_double_quoted(v) for v in values) + "]"
-
-
-def _flow_scalar(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    return _plain_or_quoted(value)
-
-
-def _flow_mapping(values: Mapping[str, Any]) -> str:
-    return "{" + ", ".join(f"{_plain_or_quoted(k)}: {_flow_scalar(v)}" for k, v in values.items()) + "}"
-
-
-def _render_version(node: yaml.ScalarNode, source: str, new_version: int | str) -> str:
-    """The new version in the old scalar's style, keeping any tag or anchor written before it."""
-    properties = _PROPERTIES.fullmatch(source).group(1)
-    if node.style == '"':
-        body = yaml_double_quoted(str(new_version))
-    elif node.style == "'":
-        body = _single_quoted(str(new_version))
-    else:
-        body = str(new_version)
-    return properties + body
 
 
 # --------------------------------------------------------------------------------------------
@@ -394,35 +349,16 @@ def _case_yaml_values(case: Case) -> list[tuple[str, str]]:
         if key in ("question", "expected_answer"):
             rendered.append((key, yaml_double_quoted(value)))
         elif key in ("id", "source"):
-            rendered.append((key, _plain_or_quoted(value)))
+            rendered.append((key, plain_or_quoted(value)))
         elif key in ("expected_sections", "tags"):
-            rendered.append((key, _flow_list(value)))
+            rendered.append((key, flow_list(value)))
         elif key in ("must_include", "must_not_include"):
-            rendered.append((key, _flow_quoted_list(value)))
+            rendered.append((key, flow_quoted_list(value)))
         elif key == "slice":
-            rendered.append((key, _flow_mapping(value)))
+            rendered.append((key, flow_mapping(value)))
         else:
             rendered.append((key, "true" if value else "false"))
     return rendered
-
-
-def _line_end(text: str, pos: int) -> int:
-    """Index just after the line containing ``pos`` (len(text) on a last line without newline)."""
-    nl = text.find("\n", pos)
-    return len(text) if nl < 0 else nl + 1
-
-
-def _content_end(text: str, node: yaml.Node) -> int:
-    """Index just after the last character that belongs to ``node`` — not after the blank lines
-    and comments PyYAML counts into a block collection's end mark."""
-    if isinstance(node, yaml.MappingNode) and not node.flow_style and node.value:
-        return _content_end(text, node.value[-1][1])
-    if isinstance(node, yaml.SequenceNode) and not node.flow_style and node.value:
-        return _content_end(text, node.value[-1])
-    end = node.end_mark.index
-    while end > node.start_mark.index and text[end - 1] in " \t\r\n":
-        end -= 1
-    return end
 
 
 def _dash_column(text: str, item: yaml.Node, path: Path) -> int:
@@ -435,72 +371,32 @@ def _dash_column(text: str, item: yaml.Node, path: Path) -> int:
     return pos - (text.rfind("\n", 0, pos) + 1)
 
 
+#: One text edit: (start, end, order among edits at the same start, replacement).
+Edit = tuple[int, int, int, str]
+
+
 def _edit_yaml(path: Path, text: str, case: Case, new_version: int | str, line: str, today: date) -> str:
     root = yaml.compose(text, Loader=yaml.SafeLoader)
     if root.flow_style:
         raise DatasetError(MSG_FLOW_ROOT.format(path=path))
     top = {key.value: (key, value) for key, value in root.value}
     nl = "\r\n" if "\r\n" in text else "\n"
-    edits: list[tuple[int, int, int, str]] = []  # (start, end, order at equal start, replacement)
-
     cases_key, cases = top["cases"]
-    if cases.flow_style:
-        raise DatasetError(MSG_FLOW_CASES.format(path=path, line=cases.start_mark.line + 1))
-    last = cases.value[-1]
-    dash_col = _dash_column(text, last, path)
-    key_col = max(last.start_mark.column, dash_col + 2) if isinstance(last, yaml.MappingNode) else dash_col + 2
-    blank_between = False
-    if len(cases.value) > 1:
-        between = text[_line_end(text, _content_end(text, cases.value[-2])):last.start_mark.index]
-        blank_between = any(not ln.strip() for ln in between.split("\n")[:-1])
-    origin = f" from {case.source}" if case.source else ""
-    block = [""] if blank_between else []
-    block.append(f"{' ' * dash_col}# added by rageval golden add{origin} on {today.isoformat()}")
-    for i, (key, value) in enumerate(_case_yaml_values(case)):
-        lead = f"{' ' * dash_col}-{' ' * (key_col - dash_col - 1)}" if i == 0 else " " * key_col
-        block.append(f"{lead}{key}: {value}")
-    at = _line_end(text, _content_end(text, last))
-    if at == len(text) and not text.endswith("\n"):
-        edits.append((at, at, 2, nl + nl.join(block)))
-    else:
-        edits.append((at, at, 2, nl.join(block) + nl))
+    case_edit, dash_col, key_col = _case_edit(path, text, cases, case, today, nl)
+    edits: list[Edit] = [case_edit]
 
     version_key, version = top["version"]
     vsrc = text[version.start_mark.index:version.end_mark.index]
-    edits.append((version.start_mark.index, version.end_mark.index, 0, _render_version(version, vsrc, new_version)))
+    edits.append((version.start_mark.index, version.end_mark.index, 0, scalar_like(version, vsrc, new_version)))
 
-    item_offset = dash_col - cases_key.start_mark.column
-    gap = " " * (key_col - dash_col - 1)
     if "changelog" not in top:
-        at = _line_end(text, version.end_mark.index)
+        at = line_end(text, version.end_mark.index)
         entry = f"{' ' * version_key.start_mark.column}changelog: [{yaml_double_quoted(line)}]"
-        edits.append((at, at, 1, (nl + entry if not text[:at].endswith("\n") else entry + nl)))
+        edits.append((at, at, 1, _as_lines(text, at, entry, nl)))
     else:
-        key, value = top["changelog"]
-        if isinstance(value, yaml.SequenceNode) and value.flow_style:
-            if value.value:
-                at = value.value[-1].end_mark.index
-                edits.append((at, at, 1, ", " + _like(value.value[-1], line)))
-            else:
-                at = value.end_mark.index - 1
-                edits.append((at, at, 1, yaml_double_quoted(line)))
-        elif isinstance(value, yaml.SequenceNode):
-            item_dash = _dash_column(text, value.value[-1], path)
-            item_gap = " " * max(1, value.value[-1].start_mark.column - item_dash - 1)
-            at = _line_end(text, _content_end(text, value.value[-1]))
-            entry = f"{' ' * item_dash}-{item_gap}{_like(value.value[-1], line)}"
-            edits.append((at, at, 1, (nl + entry if not text[:at].endswith("\n") else entry + nl)))
-        elif isinstance(value, yaml.ScalarNode):
-            indent = " " * (key.start_mark.column + item_offset)
-            items = [] if value.tag.endswith(":null") or value.value == "" else [_old_changelog(text, value)]
-            items.append(yaml_double_quoted(line))
-            end = _content_end(text, value)
-            edits.append((key.end_mark.index, end, 0, ":"))
-            at = _line_end(text, end)
-            lines = nl.join(f"{indent}-{gap}{item}" for item in items)
-            edits.append((at, at, 1, (nl + lines if not text[:at].endswith("\n") else lines + nl)))
-        else:
-            raise DatasetError(MSG_BAD_CHANGELOG.format(where=f"{path}: line {key.start_mark.line + 1}"))
+        item_offset = dash_col - cases_key.start_mark.column
+        gap = " " * (key_col - dash_col - 1)
+        edits += _changelog_edits(path, text, *top["changelog"], line, item_offset, gap, nl)
 
     new = text
     for start, end, _, replacement in sorted(edits, key=lambda e: (e[0], e[2]), reverse=True):
@@ -508,11 +404,58 @@ def _edit_yaml(path: Path, text: str, case: Case, new_version: int | str, line: 
     return new
 
 
-def _like(item: yaml.Node, value: str) -> str:
-    """``value`` quoted like the list's last item: single quotes if it uses them, else double."""
-    if isinstance(item, yaml.ScalarNode) and item.style == "'":
-        return _single_quoted(value)
-    return yaml_double_quoted(value)
+def _as_lines(text: str, at: int, lines: str, nl: str) -> str:
+    """``lines`` as whole lines to insert at ``at``, a line start or the end of an unterminated
+    last line (then the newline goes first)."""
+    return nl + lines if not text[:at].endswith("\n") else lines + nl
+
+
+def _case_edit(path: Path, text: str, cases: yaml.Node, case: Case, today: date, nl: str) -> tuple[Edit, int, int]:
+    """The new case, after the last one, laid out like it: (edit, column of its '-', column of its keys)."""
+    if cases.flow_style:
+        raise DatasetError(MSG_FLOW_CASES.format(path=path, line=cases.start_mark.line + 1))
+    last = cases.value[-1]
+    dash_col = _dash_column(text, last, path)
+    key_col = max(last.start_mark.column, dash_col + 2) if isinstance(last, yaml.MappingNode) else dash_col + 2
+    blank_between = False
+    if len(cases.value) > 1:
+        between = text[line_end(text, content_end(text, cases.value[-2])):last.start_mark.index]
+        blank_between = any(not ln.strip() for ln in between.split("\n")[:-1])
+    origin = f" from {case.source}" if case.source else ""
+    block = [""] if blank_between else []
+    block.append(f"{' ' * dash_col}# added by rageval golden add{origin} on {today.isoformat()}")
+    for i, (key, value) in enumerate(_case_yaml_values(case)):
+        lead = f"{' ' * dash_col}-{' ' * (key_col - dash_col - 1)}" if i == 0 else " " * key_col
+        block.append(f"{lead}{key}: {value}")
+    at = line_end(text, content_end(text, last))
+    return (at, at, 2, _as_lines(text, at, nl.join(block), nl)), dash_col, key_col
+
+
+def _changelog_edits(path: Path, text: str, key: yaml.Node, value: yaml.Node, line: str, item_offset: int,
+                     gap: str, nl: str) -> list[Edit]:
+    """``line`` appended to the changelog in its own style; a scalar changelog becomes a block list
+    (its items indented and spaced like the cases) holding the old text and then ``line``."""
+    if isinstance(value, yaml.SequenceNode) and value.flow_style:
+        if value.value:
+            at = value.value[-1].end_mark.index
+            return [(at, at, 1, ", " + quoted_like(value.value[-1], line))]
+        at = value.end_mark.index - 1
+        return [(at, at, 1, yaml_double_quoted(line))]
+    if isinstance(value, yaml.SequenceNode):
+        item_dash = _dash_column(text, value.value[-1], path)
+        item_gap = " " * max(1, value.value[-1].start_mark.column - item_dash - 1)
+        at = line_end(text, content_end(text, value.value[-1]))
+        entry = f"{' ' * item_dash}-{item_gap}{quoted_like(value.value[-1], line)}"
+        return [(at, at, 1, _as_lines(text, at, entry, nl))]
+    if isinstance(value, yaml.ScalarNode):
+        indent = " " * (key.start_mark.column + item_offset)
+        items = [] if value.tag.endswith(":null") or value.value == "" else [_old_changelog(text, value)]
+        items.append(yaml_double_quoted(line))
+        end = content_end(text, value)
+        at = line_end(text, end)
+        lines = nl.join(f"{indent}-{gap}{item}" for item in items)
+        return [(key.end_mark.index, end, 0, ":"), (at, at, 1, _as_lines(text, at, lines, nl))]
+    raise DatasetError(MSG_BAD_CHANGELOG.format(where=f"{path}: line {key.start_mark.line + 1}"))
 
 
 def _old_changelog(text: str, node: yaml.ScalarNode) -> str:

@@ -5,15 +5,14 @@ A gate is only as good as its golden set, and its failures are human: the policy
 the golden set does not; a question leaks into the prompt's few-shot examples; a section has
 no case at all. Everything here is a pure function of two *snapshots* — what a RunResult
 records about the golden set and the corpus (``golden_snapshot``, ``corpus_snapshot``) — or
-of a loaded golden set and the texts it could leak into.
+of a loaded golden set and the texts it could leak into. The versions committed in git are
+read by :mod:`rageval.golden.history`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,15 +20,7 @@ from typing import Any
 
 from rageval.config import Config
 from rageval.golden.corpus import Corpus
-from rageval.errors import DatasetError
-from rageval.golden.set import (
-    HOLDOUT_TAG,
-    Case,
-    GoldenSet,
-    is_holdout,
-    parse_golden,
-    slice_labels,
-)
+from rageval.golden.set import HOLDOUT_TAG, Case, GoldenSet, is_holdout, slice_labels
 from rageval.metrics.numbers import extract_quantities
 from rageval.results import GoldenInfo
 from rageval.text import fold
@@ -42,9 +33,7 @@ SAME_QUESTION_JACCARD = 0.5
 #: Leak check: questions shorter than this (in words) are too generic to look for.
 LEAK_MIN_WORDS = 4
 LEAK_NGRAM = 3
-GIT_TIMEOUT_S = 10
 COVERAGE_LISTED = 100          # per-section counts `validate` prints by name
-GIT_HISTORY_COMMITS = 50        # how far back `validate` and `golden add` look for ids used before
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -115,73 +104,6 @@ def reference_from_result(golden: GoldenInfo, label: str) -> Reference | None:
 def reference_from_golden(golden: GoldenSet, label: str) -> Reference:
     return Reference(label, golden.version, golden.content_sha256, {c.id: c.question for c in golden.full.cases},
                      frozenset(c.id for c in golden.full.cases if HOLDOUT_TAG in c.tags))
-
-
-def default_git_ref(env: Mapping[str, str] | None = None) -> str:
-    """``origin/<base branch>`` on a pull request in GitHub Actions, else ``HEAD``."""
-    env = os.environ if env is None else env
-    base = env.get("GITHUB_BASE_REF")
-    return f"origin/{base}" if base else "HEAD"
-
-
-def _git(args: Sequence[str], cwd: Path) -> subprocess.CompletedProcess[bytes] | None:
-    """Run git with a timeout; None when git is missing or hangs."""
-    try:
-        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, timeout=GIT_TIMEOUT_S)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-
-
-def _in_repo(path: Path) -> tuple[Path, str] | str:
-    """(work tree root, path relative to it) for ``path``, or why not."""
-    path = path.resolve()
-    top = _git(["rev-parse", "--show-toplevel"], path.parent)
-    if top is None:
-        return "git is not available"
-    if top.returncode != 0:
-        return f"{path.parent} is not in a git work tree"
-    root = Path(top.stdout.decode().strip()).resolve()
-    return root, path.relative_to(root).as_posix()
-
-
-def _committed(root: Path, rel: str, rev: str) -> GoldenSet | str:
-    """The golden set as committed at ``rev``, or why not."""
-    shown = _git(["show", f"{rev}:{rel}"], root)
-    if shown is None or shown.returncode != 0:
-        return f"{rel} does not exist at {rev}"
-    try:
-        return parse_golden(shown.stdout, Path(f"{rel}@{rev}"))
-    except DatasetError as exc:
-        return f"the version at {rev} does not load ({exc})"
-
-
-def reference_from_git(path: Path, ref: str) -> tuple[Reference | None, str]:
-    """The golden file as committed at ``ref``: (reference, "") or (None, why not)."""
-    where = _in_repo(path)
-    if isinstance(where, str):
-        return None, where
-    golden = _committed(*where, ref)
-    if isinstance(golden, str):
-        return None, golden
-    return reference_from_golden(golden, f"git {ref}"), ""
-
-
-def git_history(path: Path, max_commits: int = GIT_HISTORY_COMMITS) -> tuple[list[Reference], str]:
-    """The golden file as committed in its last ``max_commits`` commits, newest first:
-    (references, "") or ([], why not). Versions that do not load are skipped."""
-    where = _in_repo(path)
-    if isinstance(where, str):
-        return [], where
-    root, rel = where
-    log = _git(["log", f"-n{max_commits}", "--format=%h", "--", rel], root)
-    if log is None or log.returncode != 0:
-        return [], "`git log` failed"
-    refs = []
-    for commit in log.stdout.decode().split():
-        golden = _committed(root, rel, commit)
-        if not isinstance(golden, str):
-            refs.append(reference_from_golden(golden, f"git {commit}"))
-    return refs, ""
 
 
 def reused_ids(history: Sequence[Reference], current: Reference, where: str, *, quote: bool = True) -> list[str]:

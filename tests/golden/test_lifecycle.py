@@ -11,7 +11,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from rageval.config import ReportConfig
+from rageval.gate.verdict import Verdict
+from rageval.gate.report import render_markdown
 from rageval.golden import lifecycle
+from rageval.golden.set import Case
+from rageval.results import load_result
 
 from conftest import ROOT
 
@@ -296,7 +301,6 @@ def test_a_question_pasted_into_the_corpus_names_the_section(project, run_cli):
 
 
 def test_find_leaks_threshold_and_short_questions():
-    from rageval.golden.set import Case
     cases = [Case("a", "đổi trả trong mấy ngày vậy shop", ("DT-1",)), Case("b", "phí ship?", ("VC-1",))]
     places = [("p.txt", "khach hoi: doi tra trong may ngay\nphí ship?", True)]
     # a has 5 word 3-grams, 3 of them in p.txt: 60%
@@ -349,11 +353,6 @@ def test_golden_candidates_from_logs_leaves_no_personal_data(project, run_cli, t
 
 
 def test_coverage_in_the_pr_comment_lists_thin_sections_and_stays_bounded(project, baseline, run_cli, tmp_path):
-    from rageval.config import ReportConfig
-    from rageval.gate.report import render_markdown
-    from rageval.gate.verdict import Verdict
-    from rageval.results import load_result
-
     config = project / "rageval.yml"
     config.write_text(config.read_text(encoding="utf-8") + "golden_checks: {min_cases_per_section: 3}\n",
                       encoding="utf-8")

@@ -6,7 +6,6 @@ import os
 import shutil
 import stat
 from datetime import date
-from pathlib import Path
 
 import pytest
 import yaml
@@ -14,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rageval.errors import DatasetError
-from rageval.golden.set import Case, load_golden
+from rageval.golden.corpus import load_corpus
 from rageval.golden.edit import (
     add_case,
     bump_version,
@@ -22,10 +21,12 @@ from rageval.golden.edit import (
     next_case_id,
     shorten,
     write_added,
-    yaml_double_quoted,
 )
+from rageval.golden.set import Case, load_golden
+from rageval.golden.yaml_text import yaml_double_quoted
 
-ROOT = Path(__file__).resolve().parent.parent
+from conftest import ROOT
+
 BANHANG = ROOT / "examples" / "banhang" / "golden.yaml"
 TODAY = date(2026, 12, 1)
 
@@ -110,7 +111,6 @@ def test_banhang_add_keeps_every_line_and_bumps_version(banhang):
 
 
 def test_banhang_checks_sections_against_corpus_and_refuses_duplicates(banhang):
-    from rageval.golden.corpus import load_corpus
     known = load_corpus("docs/*.md", ROOT / "examples" / "banhang").ids()
     before = banhang.read_bytes()
     with pytest.raises(DatasetError, match=r"expected section 'DT-11' is not in the corpus \(did you mean 'DT-1"):

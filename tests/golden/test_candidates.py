@@ -6,17 +6,18 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rageval.golden import candidates as cand
 from rageval.golden.candidates import (
+    DEFAULT_ORDER_PATTERNS,
     CandidateSet,
     LogEntry,
+    ScrubResult,
     Scrubber,
     load_logs,
     load_names,
@@ -25,9 +26,13 @@ from rageval.golden.candidates import (
     scrub,
 )
 from rageval.errors import ConfigError, DatasetError
+from rageval.golden.candidates import cluster as cand_cluster
+from rageval.golden.candidates import logs as cand_logs
 from rageval.golden.set import load_golden
 
-DATA = Path(__file__).parent / "data"
+from conftest import ROOT, TESTS
+
+DATA = TESTS / "data"
 LOGS = DATA / "chat-logs.jsonl"
 NAMES = ("Nguyễn Văn An", "Trần Thị Bích", "Phạm Minh Tuấn", "Lê Thị Hoa")
 
@@ -118,7 +123,7 @@ def test_scrub_keeps_spelling_and_reports_kinds():
     result = Scrubber(NAMES).scrub("em la nguyen van an, dh-2026-0012399 giao toi chua vay, sdt 0912345678")
     assert result.text == "em la <NAME>, <ORDER> giao toi chua vay, sdt <PHONE>"
     assert result.kinds == ("PHONE", "ORDER", "NAME")
-    assert Scrubber().scrub("Đổi trả trong mấy ngày?") == cand.ScrubResult("Đổi trả trong mấy ngày?", ())
+    assert Scrubber().scrub("Đổi trả trong mấy ngày?") == ScrubResult("Đổi trả trong mấy ngày?", ())
 
 
 # --- scrubbing: property over generated Vietnamese phone numbers --------------------------------
@@ -218,7 +223,7 @@ def test_longer_name_wins_over_a_shorter_one_inside_it():
 def test_custom_order_pattern_replaces_the_defaults():
     patterns = [r"\bSO-\d{6}\b"]
     assert scrub("đơn SO-123456 và DH-2026-0012345", order_patterns=patterns) == "đơn <ORDER> và DH-<NUMBER>"
-    assert scrub("đơn SO-123456", order_patterns=[*cand.DEFAULT_ORDER_PATTERNS, *patterns]) == "đơn <ORDER>"
+    assert scrub("đơn SO-123456", order_patterns=[*DEFAULT_ORDER_PATTERNS, *patterns]) == "đơn <ORDER>"
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -291,7 +296,7 @@ def test_bad_log_line_names_file_and_line(tmp_path, lines, match):
 
 
 def test_oversized_log_is_refused(tmp_path, monkeypatch):
-    monkeypatch.setattr(cand, "MAX_LOG_LINES", 3)
+    monkeypatch.setattr(cand_logs, "MAX_LOG_LINES", 3)
     path = _write(tmp_path, *['{"message": "a b"}'] * 4)
     with pytest.raises(DatasetError, match=r"more than 3 lines.*shuf -n 20000 chat.jsonl"):
         load_logs(path)
@@ -420,12 +425,11 @@ def test_most_repeated_question_comes_first_then_diverse_ones():
 
 
 def test_diverse_order_prefers_the_least_similar():
-    import numpy as np
     x = np.array([[1.0, 0.0], [0.99, 0.141], [0.0, 1.0], [0.7, 0.714]])
     x = x / np.linalg.norm(x, axis=1, keepdims=True)
     # row 0 is most repeated; then the farthest from it (row 2), then the farthest from both (row 3)
-    assert cand._diverse_order(x, [3, 1, 1, 1], [1, 2, 3, 4], 4) == [0, 2, 3, 1]
-    assert cand._diverse_order(x, [3, 1, 1, 1], [1, 2, 3, 4], 2) == [0, 2]
+    assert cand_cluster._diverse_order(x, [3, 1, 1, 1], [1, 2, 3, 4], 4) == [0, 2, 3, 1]
+    assert cand_cluster._diverse_order(x, [3, 1, 1, 1], [1, 2, 3, 4], 2) == [0, 2]
 
 
 def test_same_seed_same_output_and_seed_is_recorded():
@@ -438,7 +442,7 @@ def test_same_seed_same_output_and_seed_is_recorded():
 
 def test_questions_already_in_the_golden_set_are_dropped():
     entries = load_logs(LOGS)
-    golden = load_golden(Path(__file__).parent.parent / "examples" / "banhang" / "golden.yaml")
+    golden = load_golden(ROOT / "examples" / "banhang" / "golden.yaml")
     cs = propose(entries, n=100, names=NAMES, existing_questions=[c.question for c in golden.cases])
     questions = {c.question for c in cs.candidates}
     # q01 and q02 of the example golden set are in the logs, word for word
