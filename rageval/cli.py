@@ -38,7 +38,8 @@ from rageval.pipeline.chunking import chunk_corpus
 from rageval.pipeline.embedding import LocalEmbedder
 from rageval.pipeline.judging import load_labels
 from rageval.pipeline.runner import Evaluation, prepare
-from rageval.results import load_result, read_json, write_json, write_text
+from rageval.files import read_json, write_json, write_text
+from rageval.results import load_result
 
 
 class ProgressPrinter:

@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 from rageval.errors import RagevalError, ResultError
-from rageval.results import Reader
+from rageval.files import Reader
 
 VERDICTS = ("pass", "fail")
 STATES = ("pass", "fail", "not_comparable", "insufficient_data")

@@ -63,7 +63,8 @@ from rageval.github.workflow import Console, Progress, append_text, write_output
 from rageval.golden.set import load_golden
 from rageval.pipeline.runner import prepare
 from rageval.pipeline.runner import Evaluation
-from rageval.results import RunResult, load_result, write_json, write_text
+from rageval.files import write_json, write_text
+from rageval.results import RunResult, load_result
 
 MSG_NO_CONFIG = ("Config file {path} not found (input 'config' is {value!r}, resolved against the workspace "
                  "{workspace}).")

@@ -102,19 +102,7 @@ def safe_extract_json(
         raise BaselineError(f"{source}: not a readable zip file ({exc}).") from None
     with zf:
         infos = zf.infolist()
-        if len(infos) > MAX_ZIP_MEMBERS:
-            raise BaselineError(f"{source}: has {len(infos)} members, more than {MAX_ZIP_MEMBERS}.")
-        seen: set[str] = set()
-        for info in infos:
-            problem = _member_problem(info)
-            if problem:
-                raise BaselineError(
-                    f"{source}: member '{info.filename}' {problem}; refusing to extract it."
-                )
-            if info.filename in seen:
-                raise BaselineError(f"{source}: member '{info.filename}' appears twice.")
-            seen.add(info.filename)
-
+        _check_members(infos, source)
         out: dict[str, bytes] = {}
         total = 0
         for info in infos:
@@ -125,32 +113,45 @@ def safe_extract_json(
                     f"{source}: member '{info.filename}' declares {info.file_size} bytes, over the"
                     f" {max_member_bytes}-byte limit per member."
                 )
-            buf = bytearray()
-            try:
-                with zf.open(info) as fh:
-                    while True:
-                        chunk = fh.read(_CHUNK)
-                        if not chunk:
-                            break
-                        buf.extend(chunk)
-                        if len(buf) > max_member_bytes:
-                            raise BaselineError(
-                                f"{source}: member '{info.filename}' inflates past the"
-                                f" {max_member_bytes}-byte limit per member (it declared"
-                                f" {info.file_size} bytes)."
-                            )
-                        if total + len(buf) > max_total_bytes:
-                            raise BaselineError(
-                                f"{source}: the JSON members inflate past the {max_total_bytes}-byte"
-                                " total limit."
-                            )
-            except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as exc:
-                raise BaselineError(
-                    f"{source}: member '{info.filename}' is corrupt ({exc})."
-                ) from None
-            total += len(buf)
-            out[info.filename] = bytes(buf)
+            out[info.filename] = _inflate(zf, info, source, max_member_bytes, (max_total_bytes, total))
+            total += len(out[info.filename])
         return out
+
+
+def _check_members(infos: list[zipfile.ZipInfo], source: str) -> None:
+    """Every member, read or not: no absolute or ``..`` path, link, special file, encryption or twin."""
+    if len(infos) > MAX_ZIP_MEMBERS:
+        raise BaselineError(f"{source}: has {len(infos)} members, more than {MAX_ZIP_MEMBERS}.")
+    seen: set[str] = set()
+    for info in infos:
+        problem = _member_problem(info)
+        if problem:
+            raise BaselineError(f"{source}: member '{info.filename}' {problem}; refusing to extract it.")
+        if info.filename in seen:
+            raise BaselineError(f"{source}: member '{info.filename}' appears twice.")
+        seen.add(info.filename)
+
+
+def _inflate(zf: zipfile.ZipFile, info: zipfile.ZipInfo, source: str, max_member_bytes: int,
+             budget: tuple[int, int]) -> bytes:
+    """One member's bytes, counted as they inflate: past ``max_member_bytes``, or past the total
+    ``budget`` = (limit, already read), it stops with BaselineError, whatever the member declared."""
+    max_total, read = budget
+    buf = bytearray()
+    try:
+        with zf.open(info) as fh:
+            while chunk := fh.read(_CHUNK):
+                buf.extend(chunk)
+                if len(buf) > max_member_bytes:
+                    raise BaselineError(
+                        f"{source}: member '{info.filename}' inflates past the {max_member_bytes}-byte limit "
+                        f"per member (it declared {info.file_size} bytes)."
+                    )
+                if read + len(buf) > max_total:
+                    raise BaselineError(f"{source}: the JSON members inflate past the {max_total}-byte total limit.")
+    except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as exc:
+        raise BaselineError(f"{source}: member '{info.filename}' is corrupt ({exc}).") from None
+    return bytes(buf)
 
 
 def fetch_baseline(

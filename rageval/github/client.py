@@ -301,19 +301,12 @@ class GitHubClient:
         session = self._storage if storage else self._session
         kind = "Artifact storage" if storage else "GitHub API"
         attempts = self.max_retries + 1
+        send = {"params": params, "json": json, "allow_redirects": allow_redirects, "stream": stream,
+                "timeout": self.timeout, "auth": _NoAuth() if storage else None}
         for attempt in range(attempts):
             last = attempt == attempts - 1
             try:
-                resp = session.request(
-                    method,
-                    url,
-                    params=params,
-                    json=json,
-                    allow_redirects=allow_redirects,
-                    stream=stream,
-                    timeout=self.timeout,
-                    auth=_NoAuth() if storage else None,
-                )
+                resp = session.request(method, url, **send)
             except (requests.ConnectionError, requests.Timeout) as exc:
                 if last:
                     raise github_error(
@@ -326,35 +319,33 @@ class GitHubClient:
                 log.debug("%s %s: %s; retrying in %.1f s", method, shown, type(exc).__name__, wait)
                 self._sleep(wait)
                 continue
-
-            status = resp.status_code
             rate_limited = _is_rate_limited(resp)
-            if not (rate_limited or status >= 500):
-                if status >= 400:
+            if not (rate_limited or resp.status_code >= 500):
+                if resp.status_code >= 400:
                     raise self._http_error(resp, method, shown, kind=kind)
                 return resp
-
             wait, reset_at = self._wait_for(resp, attempt, rate_limited)
             if wait > self.max_wait:
-                resp.close()
-                why = "rate limit exceeded" if rate_limited else "server unavailable"
-                when = (
-                    f"it resets at {reset_at:%Y-%m-%d %H:%M:%S} UTC, in {wait:.0f} s"
-                    if reset_at
-                    else f"GitHub asks to wait {wait:.0f} s"
-                )
-                raise github_error(
-                    f"{kind} {method} {shown}: {why} (HTTP {status}); {when}, longer than the"
-                    f" {self.max_wait:.0f} s this client waits.",
-                    method=method, path=shown, status=status, retry_at=reset_at,
-                    tip="Re-run the job after the reset time, or use a token with a higher limit.",
-                )
+                raise self._wait_too_long(resp, f"{kind} {method} {shown}", shown, wait, reset_at, rate_limited)
             if last:
                 raise self._http_error(resp, method, shown, kind=kind, attempts=attempts)
             resp.close()
-            log.debug("%s %s: HTTP %s; retrying in %.1f s", method, shown, status, wait)
+            log.debug("%s %s: HTTP %s; retrying in %.1f s", method, shown, resp.status_code, wait)
             self._sleep(wait)
         raise AssertionError("unreachable: the retry loop returns or raises")  # pragma: no cover
+
+    def _wait_too_long(self, resp: requests.Response, what: str, shown: str, wait: float,
+                       reset_at: datetime | None, rate_limited: bool) -> GithubError:
+        """The error for a rate limit (or an outage) that asks for a longer wait than ``max_wait``."""
+        resp.close()
+        why = "rate limit exceeded" if rate_limited else "server unavailable"
+        when = (f"it resets at {reset_at:%Y-%m-%d %H:%M:%S} UTC, in {wait:.0f} s" if reset_at
+                else f"GitHub asks to wait {wait:.0f} s")
+        return github_error(
+            f"{what}: {why} (HTTP {resp.status_code}); {when}, longer than the {self.max_wait:.0f} s this client waits.",
+            method=what.split()[-2], path=shown, status=resp.status_code, retry_at=reset_at,
+            tip="Re-run the job after the reset time, or use a token with a higher limit.",
+        )
 
     def _backoff(self, attempt: int) -> float:
         return float(min(2**attempt, self.max_wait))

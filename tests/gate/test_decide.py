@@ -369,3 +369,53 @@ def test_config_diff_flattens_dotted_keys():
 
 def test_fmt_adds_digits_only_when_two_would_hide_the_difference():
     assert (fmt(0.6333), fmt(0.849, 0.85), fmt(0.85, 0.849), fmt(None)) == ("0.63", "0.849", "0.850", "n/a")
+
+
+# --- the decision, table-driven --------------------------------------------------------------
+
+DET = {"embedding": {"provider": "local"}, "generation": {"provider": "extractive"}, "judge": {"model": None}}
+
+
+def _mrr(values: list[float], **kw: Any) -> RunResult:
+    return run([case(f"q{i}", metrics={"hit@1": 1.0, "hit@3": 1.0, "recall@3": 1.0, "mrr@5": v})
+                for i, v in enumerate(values)], config=DET, **kw)
+
+
+def _rate(rate: float) -> RunResult:
+    return run(rate_cases(rate, 100), config=DET)
+
+
+DECISIONS = [
+    # (what, baseline, candidate, gate, verdict, blocking rules)
+    ("floor exactly at the threshold passes", None, _rate(0.90), GateConfig(floors={"pass_rate": 0.90}), "pass", []),
+    ("one case under the floor blocks", None, _rate(0.89), GateConfig(floors={"pass_rate": 0.90}), "fail", ["floor"]),
+    ("a drop of exactly max_drop passes", _mrr([0.90] * 4), _mrr([0.87] * 4), GateConfig(max_drop={"mrr@5": 0.03}),
+     "pass", []),
+    ("a drop past max_drop blocks", _mrr([0.90] * 4), _mrr([0.86] * 4), GateConfig(max_drop={"mrr@5": 0.03}),
+     "fail", ["max_drop"]),
+    ("noise wider than max_drop widens the tolerance", _mrr([0.90] * 4, sigma={"mrr@5": 0.05}),
+     _mrr([0.80] * 4, sigma={"mrr@5": 0.05}), GateConfig(max_drop={"mrr@5": 0.03}, noise_k=2), "pass", []),
+    ("a drop past the noise band still blocks", _mrr([0.90] * 4, sigma={"mrr@5": 0.05}),
+     _mrr([0.70] * 4, sigma={"mrr@5": 0.05}), GateConfig(max_drop={"mrr@5": 0.03}, noise_k=2), "fail", ["max_drop"]),
+    ("a passing baseline case missing from the candidate blocks", run([case("q1"), case("q2")], config=DET),
+     run([case("q1")], config=DET), GateConfig(), "fail", ["missing_cases"]),
+    ("a failing baseline case missing from the candidate does not", run([case("q1"), case("q2", passed=False)],
+     config=DET), run([case("q1")], config=DET), GateConfig(), "pass", []),
+    ("an errored case blocks under errors: fail", run([case("q1")], config=DET),
+     run([case("q1", error="timeout")], config=DET), GateConfig(errors="fail"), "fail", ["errors"]),
+    ("an errored case is listed under errors: ignore", run([case("q1")], config=DET),
+     run([case("q1", error="timeout")], config=DET), GateConfig(errors="ignore"), "pass", []),
+    ("no baseline: floors only", None, _rate(1.0), GateConfig(missing_baseline="floors_only"), "pass", []),
+    ("no baseline and missing_baseline: fail", None, _rate(1.0), GateConfig(missing_baseline="fail"), "fail",
+     ["missing_baseline"]),
+    ("a zero-tolerance number blocks", None, run([case("q1", numbers=(["7 ngày"], ["30 ngày"]))], config=DET),
+     GateConfig(zero_tolerance=("numbers",)), "fail", ["zero_tolerance"]),
+]
+
+
+@pytest.mark.parametrize(("baseline", "candidate", "cfg", "expected", "rules"),
+                         [d[1:] for d in DECISIONS], ids=[d[0] for d in DECISIONS])
+def test_the_gate_decision(baseline, candidate, cfg, expected, rules):
+    verdict = evaluate(baseline, candidate, cfg)
+    assert verdict.verdict == expected
+    assert [r.rule for r in verdict.blocking_reasons] == rules

@@ -36,7 +36,8 @@ from rageval.github.inputs import INPUT_DEFAULTS, get_input, parse_inputs, read_
 from rageval.github.workflow import write_output
 from rageval.golden.set import load_golden
 from rageval.pipeline.runner import prepare
-from rageval.results import RunResult, load_result, write_json
+from rageval.files import write_json
+from rageval.results import RunResult, load_result
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "ghp_SENTINEL_ACTION_TOKEN"

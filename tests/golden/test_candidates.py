@@ -29,12 +29,17 @@ from rageval.errors import ConfigError, DatasetError
 from rageval.golden.candidates import cluster as cand_cluster
 from rageval.golden.candidates import logs as cand_logs
 from rageval.golden.set import load_golden
+from rageval.pipeline.embedding import LocalEmbedder
 
 from conftest import ROOT, TESTS
 
 DATA = TESTS / "data"
 LOGS = DATA / "chat-logs.jsonl"
 NAMES = ("Nguyễn Văn An", "Trần Thị Bích", "Phạm Minh Tuấn", "Lê Thị Hoa")
+
+def propose_local(entries, **kwargs):
+    """propose() with the local embedder, as `rageval golden candidates` calls it."""
+    return propose(entries, embedder=LocalEmbedder(), **kwargs)
 
 
 # --- scrubbing: the acceptance table -----------------------------------------------------------
@@ -316,7 +321,7 @@ def test_missing_and_non_utf8_logs(tmp_path):
 
 @pytest.fixture(scope="module")
 def proposed():
-    return propose(load_logs(LOGS), n=100, names=NAMES, seed=0)
+    return propose_local(load_logs(LOGS), n=100, names=NAMES, seed=0)
 
 
 def _by_question(cs):
@@ -370,7 +375,7 @@ def test_clear_intents_are_recovered_whatever_the_seed():
     }
     entries = [LogEntry(i, q) for i, q in enumerate((q for qs in intents.values() for q in qs), start=1)]
     for seed in range(5):
-        cs = propose(entries, n=12, k=3, seed=seed)
+        cs = propose_local(entries, n=12, k=3, seed=seed)
         groups = {frozenset(c.question for c in cs.candidates if c.cluster == cl.id) for cl in cs.clusters}
         assert groups == {frozenset(qs) for qs in intents.values()}
 
@@ -381,7 +386,7 @@ def test_fixture_intents_cluster_together_for_most_seeds():
     entries = load_logs(LOGS)
     good = 0
     for seed in range(10):
-        cl = {c.question: c.cluster for c in propose(entries, n=100, names=NAMES, seed=seed).candidates}
+        cl = {c.question: c.cluster for c in propose_local(entries, n=100, names=NAMES, seed=seed).candidates}
         returns = cl["Mua áo mặc không vừa thì được trả trong mấy ngày?"]
         warranty = cl["Máy bị rơi vỡ màn hình có được bảo hành không?"]
         member = cl["Huỷ gói Plus trong 14 ngày có được hoàn tiền không?"]
@@ -403,7 +408,7 @@ def test_cluster_labels_name_the_intent(proposed):
 def test_sample_size_and_coverage_of_every_cluster():
     entries = load_logs(LOGS)
     for n in (1, 3, 5, 8, 12):
-        cs = propose(entries, n=n, names=NAMES, seed=0)
+        cs = propose_local(entries, n=n, names=NAMES, seed=0)
         assert len(cs.candidates) == n
         assert len(cs.clusters) == 5             # round(sqrt(52 / 2))
         covered = {c.cluster for c in cs.candidates}
@@ -416,7 +421,7 @@ def test_sample_size_and_coverage_of_every_cluster():
 
 
 def test_most_repeated_question_comes_first_then_diverse_ones():
-    cs = propose(load_logs(LOGS), n=5, names=NAMES, seed=0)
+    cs = propose_local(load_logs(LOGS), n=5, names=NAMES, seed=0)
     first_of_cluster = {}
     for c in cs.candidates:
         first_of_cluster.setdefault(c.cluster, c)
@@ -434,8 +439,8 @@ def test_diverse_order_prefers_the_least_similar():
 
 def test_same_seed_same_output_and_seed_is_recorded():
     entries = load_logs(LOGS)
-    a = propose(entries, n=12, names=NAMES, seed=7)
-    b = propose(entries, n=12, names=NAMES, seed=7)
+    a = propose_local(entries, n=12, names=NAMES, seed=7)
+    b = propose_local(entries, n=12, names=NAMES, seed=7)
     assert a == b and a.seed == 7
     assert render_candidates_yaml(a, source=LOGS) == render_candidates_yaml(b, source=LOGS)
 
@@ -443,7 +448,7 @@ def test_same_seed_same_output_and_seed_is_recorded():
 def test_questions_already_in_the_golden_set_are_dropped():
     entries = load_logs(LOGS)
     golden = load_golden(ROOT / "examples" / "banhang" / "golden.yaml")
-    cs = propose(entries, n=100, names=NAMES, existing_questions=[c.question for c in golden.cases])
+    cs = propose_local(entries, n=100, names=NAMES, existing_questions=[c.question for c in golden.cases])
     questions = {c.question for c in cs.candidates}
     # q01 and q02 of the example golden set are in the logs, word for word
     assert "Mua áo mặc không vừa thì được trả trong mấy ngày?" not in questions
@@ -454,10 +459,10 @@ def test_questions_already_in_the_golden_set_are_dropped():
 
 def test_nothing_left_gives_an_empty_set_not_an_error():
     entries = [LogEntry(1, "0912345678"), LogEntry(2, "alo shop oi")]
-    cs = propose(entries, n=5)
+    cs = propose_local(entries, n=5)
     assert cs.candidates == () and cs.dropped_empty == 2
     assert "cases: []" in render_candidates_yaml(cs, source="chat.jsonl")
-    same = propose([LogEntry(1, "đổi trả mấy ngày")], n=5, existing_questions=["Đổi trả mấy ngày?"])
+    same = propose_local([LogEntry(1, "đổi trả mấy ngày")], n=5, existing_questions=["Đổi trả mấy ngày?"])
     assert same.candidates == () and same.dropped_existing == 1
 
 
@@ -469,7 +474,7 @@ def test_nothing_left_gives_an_empty_set_not_an_error():
 ])
 def test_bad_parameters_are_refused(kwargs, match):
     with pytest.raises(ConfigError, match=match):
-        propose([LogEntry(1, "đổi trả mấy ngày")], **kwargs)
+        propose_local([LogEntry(1, "đổi trả mấy ngày")], **kwargs)
 
 
 # --- the YAML a person labels ------------------------------------------------------------------
@@ -512,6 +517,6 @@ def test_rendered_yaml_becomes_a_golden_set_once_labelled(tmp_path, proposed):
 def test_awkward_questions_round_trip(tmp_path):
     tricky = ['Say "hi": # not a comment', "dòng 1\ndòng 2", "- list? {brace} [x] 'quote' \\ back", "yes", "123"]
     entries = [LogEntry(i + 1, q + f" đổi trả mục số {i}") for i, q in enumerate(tricky)]
-    cs = propose(entries, n=10, k=1)
+    cs = propose_local(entries, n=10, k=1)
     data = yaml.safe_load(render_candidates_yaml(cs, source="x\n# evil.jsonl"))
     assert sorted(c["question"] for c in data["cases"]) == sorted(e.text for e in entries)

@@ -18,7 +18,6 @@ import numpy as np
 from rageval.errors import ConfigError, DatasetError
 from rageval.golden.candidates.logs import LogEntry
 from rageval.golden.candidates.scrub import DEFAULT_ORDER_PATTERNS, PLACEHOLDER, WORD, Scrubber, cached_scrubber
-from rageval.pipeline.embedding import LocalEmbedder
 from rageval.text import fold
 
 MAX_UNIQUE = 50_000
@@ -240,7 +239,7 @@ def _labels(texts: list[list[str]], members: list[list[int]], top: int = 3) -> l
     return out
 
 
-def propose(entries: Iterable[LogEntry], *, embedder: Any = None, n: int = 40, names: Sequence[str] = (),
+def propose(entries: Iterable[LogEntry], *, embedder: Any, n: int = 40, names: Sequence[str] = (),
             order_patterns: Sequence[str] = DEFAULT_ORDER_PATTERNS, existing_questions: Iterable[str] = (),
             dedupe_threshold: float = 0.9, seed: int = 0, k: int | None = None, min_words: int = 2,
             stopwords: Iterable[str] = STOPWORDS) -> CandidateSet:
@@ -261,13 +260,11 @@ def propose(entries: Iterable[LogEntry], *, embedder: Any = None, n: int = 40, n
        that best stands for it (times asked × similarity to the cluster), then each time the one
        least similar to those already picked.
 
-    ``embedder`` defaults to a new :class:`rageval.pipeline.embedding.LocalEmbedder`; it is fitted on the
-    questions (and ``existing_questions``) with ``fit``, as the Embedder protocol expects.
+    ``embedder`` (the CLI passes a new local embedder: customers' text never leaves the machine) is
+    fitted on the questions (and ``existing_questions``) with ``fit``, as the Embedder protocol expects.
     Candidates come grouped by cluster, numbered cand-001, cand-002, …
     """
     _check_params(n, dedupe_threshold, min_words, k)
-    if embedder is None:
-        embedder = LocalEmbedder()
     scrubber = cached_scrubber(names, order_patterns)
     entries = list(entries)
     stop = frozenset(fold(w) for w in stopwords)

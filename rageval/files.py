@@ -1,0 +1,158 @@
+"""Reading and writing rageval's files: strict JSON in, typed access to it with the key path in every
+message (:class:`Reader`), and atomic writes out.
+
+* ``read_json`` / ``loads`` refuse ``NaN`` and ``±Infinity`` (JSON has no such numbers);
+* ``to_json`` / ``write_json`` never write them (``allow_nan=False``);
+* ``write_text`` writes a temp file beside the target and renames it, so a failed run never leaves
+  half a file where a results file or report used to be.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from rageval.errors import RagevalError, ResultError
+
+
+# --- validation ------------------------------------------------------------------------------
+
+class Reader:
+    """Typed access to one JSON value with the dotted key path of every value in its messages:
+    ``baseline.json: summary.metrics.pass_rate: expected a finite number or null, got 'NaN'``."""
+
+    def __init__(self, where: str, error: type[RagevalError] = ResultError) -> None:
+        self.where, self.error = where, error
+
+    def fail(self, key: str, problem: str) -> RagevalError:
+        return self.error(f"{self.where}: {key}: {problem}")
+
+    def _got(self, key: str, expected: str, value: Any) -> RagevalError:
+        shown = repr(value) if not isinstance(value, (dict, list)) else type(value).__name__
+        return self.fail(key, f"expected {expected}, got {shown[:80]}")
+
+    def obj(self, value: Any, key: str) -> Mapping[str, Any]:
+        if not isinstance(value, Mapping):
+            raise self._got(key, "an object", value)
+        return value
+
+    def req(self, data: Mapping[str, Any], name: str, key: str) -> Any:
+        if name not in data:
+            raise self.fail(f"{key}.{name}" if key else name, "missing")
+        return data[name]
+
+    def keys(self, data: Mapping[str, Any], allowed: Iterable[str], key: str) -> None:
+        allowed = tuple(allowed)
+        for name in data:
+            if name not in allowed:
+                raise self.fail(f"{key}.{name}" if key else str(name),
+                                f"unknown key (this rageval knows: {', '.join(allowed)})")
+
+    def lst(self, value: Any, key: str) -> list[Any]:
+        if not isinstance(value, list | tuple):
+            raise self._got(key, "a list", value)
+        return list(value)
+
+    def num(self, value: Any, key: str, *, optional: bool = False, minimum: float | None = None) -> float | None:
+        if value is None and optional:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise self._got(key, "a finite number" + (" or null" if optional else ""), value)
+        if minimum is not None and value < minimum:
+            raise self.fail(key, f"expected a number ≥ {minimum:g}, got {value!r}")
+        return value
+
+    def int_(self, value: Any, key: str, *, optional: bool = False, minimum: int | None = 0) -> int | None:
+        if value is None and optional:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self._got(key, "an integer" + (" or null" if optional else ""), value)
+        if minimum is not None and value < minimum:
+            raise self.fail(key, f"expected an integer ≥ {minimum}, got {value!r}")
+        return value
+
+    def str_(self, value: Any, key: str, *, optional: bool = False) -> str | None:
+        if value is None and optional:
+            return None
+        if not isinstance(value, str):
+            raise self._got(key, "a string" + (" or null" if optional else ""), value)
+        return value
+
+    def bool_(self, value: Any, key: str) -> bool:
+        if not isinstance(value, bool):
+            raise self._got(key, "true or false", value)
+        return value
+
+    def strs(self, value: Any, key: str) -> tuple[str, ...]:
+        return tuple(self.str_(v, f"{key}[{i}]") for i, v in enumerate(self.lst(value, key)))  # type: ignore[misc]
+
+    def numbers(self, value: Any, key: str, *, optional: bool = True) -> dict[str, float | None]:
+        return {str(k): self.num(v, f"{key}.{k}", optional=optional) for k, v in self.obj(value, key).items()}
+
+    def json(self, value: Any, key: str, depth: int = 0) -> Any:
+        """Any JSON value, with every number finite; returned as plain dicts and lists."""
+        if depth > 64:
+            raise self.fail(key, "nested deeper than 64 levels")
+        if isinstance(value, Mapping):
+            return {str(k): self.json(v, f"{key}.{k}", depth + 1) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.json(v, f"{key}[{i}]", depth + 1) for i, v in enumerate(value)]
+        if isinstance(value, float) and not math.isfinite(value):
+            raise self._got(key, "a finite number", value)
+        if value is None or isinstance(value, str | int | float | bool):
+            return value
+        raise self._got(key, "a JSON value", value)
+
+
+# --- files -----------------------------------------------------------------------------------
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def read_json(path: str | os.PathLike[str], error: type[RagevalError] = ResultError, what: str = "RunResult") -> Any:
+    """Parse a JSON file written by rageval (or handed to it): NaN and ±Infinity are refused.
+    ``what`` names the kind of file in messages."""
+    path = Path(path)
+    if not path.is_file():
+        raise error(f"{path}: {what} file not found.")
+    try:
+        return loads(path.read_bytes())
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        problem = "nested too deep" if isinstance(exc, RecursionError) else str(exc)
+        raise error(f"{path}: not a {what}: invalid JSON ({problem}).") from None
+
+
+def loads(data: str | bytes) -> Any:
+    """JSON text → value, refusing NaN and ±Infinity (which JSON does not have)."""
+    return json.loads(data, parse_constant=_no_constant)
+
+
+def to_json(data: Any) -> str:
+    """The JSON rageval writes: UTF-8 text, indent 1, never NaN or Infinity."""
+    return json.dumps(data, ensure_ascii=False, indent=1, allow_nan=False) + "\n"
+
+
+def write_json(path: str | os.PathLike[str], data: Any) -> None:
+    """Write JSON atomically (see write_text); a record with ``to_dict`` is written as that."""
+    write_text(path, to_json(data.to_dict() if hasattr(data, "to_dict") else data))
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write atomically: a temp file in the same folder, then rename, so a failed run never
+    leaves half a file where a results file or report used to be."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,139 @@
+"""rageval.results: the one validator of a results file, and the JSON it writes.
+
+The files under tests/data/release-0.1.0/ were written by rageval 0.1.0 before the typed records
+(commit 449be4a, the seeds' incident as a replay project): they must load and re-serialise to the
+same bytes."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from pathlib import Path
+
+import pytest
+from builders import case, run
+
+from rageval.errors import BaselineError, ResultError
+from rageval.files import read_json, to_json, write_json
+from rageval.gate.verdict import Verdict
+from rageval.results import RunResult, load_result
+
+RELEASE = Path(__file__).parent / "data" / "release-0.1.0"
+
+
+@pytest.mark.parametrize("name", ["runresult.json", "candidate.json"])
+def test_runresults_of_the_release_load_and_reserialise_byte_for_byte(name):
+    text = (RELEASE / name).read_text(encoding="utf-8")
+    result = load_result(RELEASE / name)
+    assert to_json(result.to_dict()) == text
+    assert result.case_ids == ["q01", "q02", "q03", "q04", "q05"]
+
+
+def test_the_verdict_of_the_release_loads_with_the_same_keys():
+    data = json.loads((RELEASE / "verdict.json").read_text(encoding="utf-8"))
+    verdict = Verdict.from_dict(data)
+    assert verdict.to_dict() == data
+    assert verdict.verdict == "fail" and verdict.pass_to_fail == ("q01", "q03")
+
+
+def release() -> dict:
+    return json.loads((RELEASE / "runresult.json").read_text(encoding="utf-8"))
+
+
+def set_path(data: dict, path: tuple, value) -> dict:
+    data = copy.deepcopy(data)
+    target = data
+    for key in path[:-1]:
+        target = target[key]
+    if value is KeyError:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = value
+    return data
+
+
+@pytest.mark.parametrize(("path", "value", "message"), [
+    (("summary", "metrics", "pass_rate"), math.nan, r"summary\.metrics\.pass_rate: expected a finite number or null, got nan"),
+    (("summary", "metrics", "pass_rate"), "1.0", r"summary\.metrics\.pass_rate: expected a finite number or null, got '1\.0'"),
+    (("summary", "metrics", "mrr@5"), -math.inf, r"summary\.metrics\.mrr@5: expected a finite number"),
+    (("cases", 1, "context_tokens"), 1.5, r"cases\[q02\]\.context_tokens: expected an integer or null, got 1\.5"),
+    (("summary", "metrics"), KeyError, r"summary\.metrics: missing"),
+    (("summary",), KeyError, r"summary: missing"),
+    (("cases", 0, "metrics", "mrr@5"), None, r"cases\[q01\]\.metrics\.mrr@5: expected a finite number, got None"),
+    (("cases", 0, "metrics", "mrr@5"), "0.5", r"cases\[q01\]\.metrics\.mrr@5: expected a finite number, got '0\.5'"),
+    (("cases", 0, "passed"), "yes", r"cases\[q01\]\.passed: expected true or false, got 'yes'"),
+    (("cases", 0, "checks", "numbers", "score"), math.nan, r"cases\[q01\]\.checks\.numbers\.score: expected a finite number"),
+    (("cases", 0, "checks", "numbers", "status"), "maybe", r"cases\[q01\]\.checks\.numbers\.status: expected one of"),
+    (("cases", 0, "retrieved", 0, "score"), math.nan, r"cases\[q01\]\.retrieved\[0\]\.score: expected a finite number"),
+    (("cases", 0, "question"), KeyError, r"cases\[0\]\.question: missing"),
+    (("cases", 0, "first_relevant_rank"), 0, r"cases\[q01\]\.first_relevant_rank: expected an integer ≥ 1"),
+    (("cases", 0, "surprise"), 1, r"cases\[0\]\.surprise: unknown key"),
+    (("noise",), {"sigma": {"mrr@5": math.inf}}, r"noise\.sigma\.mrr@5: expected a finite number"),
+    (("noise",), {"sigma": {"mrr@5": -0.1}}, r"noise\.sigma\.mrr@5: expected a number ≥ 0"),
+    (("golden", "version"), None, r"golden\.version: expected an integer or a string"),
+    (("golden",), KeyError, r"golden: missing"),
+    (("metric_names",), "hit@1", r"metric_names: expected a list"),
+    (("config", "gate", "floors", "mrr@5"), math.nan, r"config\.gate\.floors\.mrr@5: expected a finite number"),
+    (("cost", "usd"), "free", r"cost\.usd: expected a finite number"),
+    (("repeats",), True, r"repeats: expected an integer"),
+    (("schema_version",), 2, r"RunResult schema_version 2 is not supported \(this rageval reads 1\)"),
+])
+def test_from_dict_names_the_key_of_what_is_wrong(path, value, message):
+    with pytest.raises(ResultError, match=r"^baseline\.json: " + message):
+        RunResult.from_dict(set_path(release(), path, value), "baseline.json")
+
+
+def test_duplicate_case_ids_and_the_error_class_are_the_callers():
+    data = release()
+    data["cases"].append(copy.deepcopy(data["cases"][0]))
+    with pytest.raises(BaselineError, match=r"main\.json: cases: case id 'q01' appears twice"):
+        RunResult.from_dict(data, "main.json", error=BaselineError)
+    with pytest.raises(ResultError, match=r"x: not a RunResult \(no schema_version\)"):
+        RunResult.from_dict({"cases": []}, "x")
+
+
+def test_a_file_with_nan_or_infinity_is_not_json(tmp_path):
+    text = (RELEASE / "runresult.json").read_text(encoding="utf-8")
+    for constant in ("NaN", "Infinity", "-Infinity"):
+        path = tmp_path / f"{constant}.json"
+        path.write_text(text.replace('"repeats": 1', f'"repeats": {constant}'), encoding="utf-8")
+        with pytest.raises(ResultError, match=rf"{path}: not a RunResult: invalid JSON \({constant} is not a number"):
+            load_result(path)
+    with pytest.raises(ResultError, match="missing.json: RunResult file not found"):
+        load_result(tmp_path / "missing.json")
+
+
+def test_rageval_never_writes_nan(tmp_path):
+    with pytest.raises(ValueError, match="Out of range float values are not JSON compliant"):
+        write_json(tmp_path / "x.json", {"pass_rate": math.nan})
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_records_round_trip():
+    result = run([case("q1"), case("q2", rank=3, numbers=(["7 ngày"], ["30 ngày"]))], sigma={"mrr@5": 0.01})
+    again = RunResult.from_dict(json.loads(to_json(result.to_dict())))
+    assert again == result and again.to_dict() == result.to_dict()
+    assert again.case_map["q2"].status("numbers") == "fail" and again.sigma("mrr@5") == 0.01
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("metrics", "oops", r"metrics: expected a list"),
+    ("verdict", "maybe", r"verdict: expected 'pass' or 'fail'"),
+    ("state", "bad", r"state: expected one of pass, fail"),
+    ("reasons", [{"rule": "floor", "message": 1, "blocking": True}], r"reasons\[0\]\.message: expected a string"),
+    ("pass_to_fail", [1], r"pass_to_fail\[0\]: expected a string"),
+])
+def test_a_verdict_with_wrong_types_is_refused_naming_the_key(key, value, message):
+    data = json.loads((RELEASE / "verdict.json").read_text(encoding="utf-8"))
+    data[key] = value
+    with pytest.raises(ResultError, match=r"^verdict\.json: " + message):
+        Verdict.from_dict(data, "verdict.json")
+
+
+def test_rows_of_a_verdict_need_numbers_where_numbers_belong():
+    data = json.loads((RELEASE / "verdict.json").read_text(encoding="utf-8"))
+    data["metrics"][0]["candidate"] = "high"
+    with pytest.raises(ResultError, match=r"metrics\[0\]\.candidate: expected a finite number or null"):
+        Verdict.from_dict(data, "verdict.json")
+    assert read_json(RELEASE / "verdict.json", what="verdict")["verdict"] == "fail"
