@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from rageval.config import parse_yaml
+from rageval.parse import parse_yaml
 from rageval.errors import DatasetError, did_you_mean
 
 CASE_KEYS = ("id", "question", "expected_sections", "expected_answer", "source", "slice", "tags",
