@@ -3,6 +3,13 @@
 Every error names the file, the key (dotted path) and the line where PyYAML can tell, says what
 was wrong and how to fix it. Unknown keys are errors — a mistyped ``gate:`` must never silently
 disable the gate — with "did you mean …". Paths are resolved relative to the config file.
+
+Defaults are written once, on the dataclass fields: ``setting(default, kind)`` also says how the
+reader checks a value given for that key (``kind`` names a ``_Reader.read_<kind>`` method, e.g.
+``posint``, ``rate``, ``path``, ``metrics``). The reader reads every section the same way — the
+keys a section gives, each checked by its field's kind; the dataclass supplies the rest — and the
+rules between keys (chunking.overlap < chunking.size, the judge is not the generator, …) are
+explicit checks in ``_check_rules``, run as soon as their section is read.
 """
 
 from __future__ import annotations
@@ -11,7 +18,8 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import asdict, dataclass, field
+import shlex
+from dataclasses import MISSING, Field, asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,119 +27,131 @@ import yaml
 
 from rageval.errors import ConfigError, did_you_mean
 from rageval.metrics.base import parse_metric
+from rageval.metrics.numbers import resolve_units
+from rageval.metrics.rules import validate_refusal_markers
+from rageval.parse import key_lines, parse_yaml  # parse_yaml: also rageval.config's, as before
 
 DEFAULT_CONFIG = "rageval.yml"
+ZERO_TOLERANCE_RULES = ("numbers",)
+
+
+def setting(default: Any = MISSING, kind: str = "", *, factory: Any = MISSING, **spec: Any) -> Any:
+    """A config field: its one default, and the kind (plus options) the reader checks a given value by."""
+    return field(default=default, default_factory=factory, metadata={"kind": kind, **spec})
 
 
 @dataclass(frozen=True)
 class AppConfig:
-    type: str = "builtin"                 # builtin | replay | command | http
-    path: Path | None = None              # replay: JSONL of traces
-    command: tuple[str, ...] | None = None  # command: argv, JSON lines on stdin/stdout
-    url: str | None = None                # http: POST each case here
-    timeout_s: float = 60.0
-    concurrency: int = 4
-    headers: dict[str, str] = field(default_factory=dict)  # http: extra headers; values may be ${ENV}
+    type: str = setting("builtin", "choice", choices=("builtin", "replay", "command", "http"))
+    path: Path | None = setting(None, "path")                # replay: JSONL of traces
+    command: tuple[str, ...] | None = setting(None, "command")  # command: argv, JSON lines on stdin/stdout
+    url: str | None = setting(None, "optstr")                # http: POST each case here
+    timeout_s: float = setting(60.0, "nonneg")
+    concurrency: int = setting(4, "posint")
+    headers: dict[str, str] = setting(kind="headers", factory=dict)  # http: extra headers; values may be ${ENV}
 
 
 @dataclass(frozen=True)
 class ChunkingConfig:
-    size: int = 200                       # tokens per chunk (rageval.text tokenizer)
-    overlap: int = 0                      # tokens shared by consecutive chunks of a document
+    size: int = setting(200, "posint")                       # tokens per chunk (rageval.text tokenizer)
+    overlap: int = setting(0, "nonnegint")                   # tokens shared by consecutive chunks of a document
 
 
 @dataclass(frozen=True)
 class EmbeddingConfig:
-    provider: str = "local"               # local | openai | e5
-    model: str = "hashed-ngrams-v1"
-    dim: int = 2048                       # local only: hashed feature dimension
-    batch_size: int = 64                  # openai only
+    provider: str = setting("local", "choice", choices=("local", "openai", "e5"))
+    model: str = setting("hashed-ngrams-v1", "optstr")       # the local default; e5 and openai: _EMBEDDING_MODELS
+    dim: int = setting(2048, "posint")                       # local only: hashed feature dimension
+    batch_size: int = setting(64, "posint")                  # openai only
 
 
 @dataclass(frozen=True)
 class RetrievalConfig:
-    top_k: int = 5
-    k: tuple[int, ...] = (1, 3, 5)
-    token_budgets: tuple[int, ...] = ()
+    top_k: int = setting(5, "posint")                        # when not given: the largest k
+    k: tuple[int, ...] = setting((1, 3, 5), "ints")
+    token_budgets: tuple[int, ...] = setting((), "ints")
 
 
 @dataclass(frozen=True)
 class GenerationConfig:
-    provider: str = "extractive"          # extractive | openai | none
-    model: str | None = None
-    prompt: Path | None = None            # jinja2 template; required for openai
-    temperature: float = 0.0
-    max_tokens: int = 400
-    max_sentences: int = 2                # extractive only
-    seed: int | None = None
+    provider: str = setting("extractive", "choice", choices=("extractive", "openai", "none"))
+    model: str | None = setting(None, "optstr")
+    prompt: Path | None = setting(None, "path")              # jinja2 template; required for openai
+    temperature: float = setting(0.0, "nonneg")
+    max_tokens: int = setting(400, "posint")
+    max_sentences: int = setting(2, "posint")                # extractive only
+    seed: int | None = setting(None, "int")
 
 
 @dataclass(frozen=True)
 class JudgeConfig:
-    model: str | None = None              # None: judge and faithfulness report "skipped"
-    allow_same_model: bool = False
-    faithfulness: bool = False            # also score claims against context and expected sections
-    min_agreement: float | None = None    # refuse to gate on judge_pass below this measured agreement
-    agreement_file: Path | None = None    # output of `rageval judge-agreement --out`
+    model: str | None = setting(None, "optstr")              # None: judge and faithfulness report "skipped"
+    allow_same_model: bool = setting(False, "bool")
+    faithfulness: bool = setting(False, "bool")              # also score claims against context and expected sections
+    min_agreement: float | None = setting(None, "rate")      # no gating on judge_pass below this measured agreement
+    agreement_file: Path | None = setting(None, "path")      # output of `rageval judge-agreement --out`
 
 
 @dataclass(frozen=True)
 class LLMConfig:
-    base_url: str | None = None           # default: $OPENAI_BASE_URL, else the openai client's default
-    api_key_env: str = "OPENAI_API_KEY"
-    concurrency: int = 4
-    timeout_s: float = 60.0
-    max_retries: int = 4
-    cache_dir: Path | None = None         # default .rageval-cache/ beside the config
-    max_cost_usd: float | None = None
-    prices: dict[str, dict[str, float]] = field(default_factory=dict)  # model -> {prompt, completion} USD per 1M tokens
+    base_url: str | None = setting(None, "optstr")           # default: $OPENAI_BASE_URL, else the client's default
+    api_key_env: str = setting("OPENAI_API_KEY", "str")
+    concurrency: int = setting(4, "posint")
+    timeout_s: float = setting(60.0, "nonneg")
+    max_retries: int = setting(4, "nonnegint")
+    cache_dir: Path | None = setting(None, "path")           # the reader's default: .rageval-cache/ beside the config
+    max_cost_usd: float | None = setting(None, "nonneg")
+    prices: dict[str, dict[str, float]] = setting(kind="prices", factory=dict)  # model -> {prompt, completion} $/1M
 
 
 @dataclass(frozen=True)
 class SliceGate:
-    floors: dict[str, float] = field(default_factory=dict)
-    max_drop: dict[str, float] = field(default_factory=dict)
+    floors: dict[str, float] = setting(kind="metrics", factory=dict)
+    max_drop: dict[str, float] = setting(kind="metrics", factory=dict, of="nonneg")
 
 
 @dataclass(frozen=True)
 class RerunConfig:
-    margin: float = 0.02
-    times: int = 1
+    margin: float = setting(0.02, "nonneg")
+    times: int = setting(1, "nonnegint")
 
 
 @dataclass(frozen=True)
 class GateConfig:
-    floors: dict[str, float] = field(default_factory=dict)      # metric -> minimum value
-    max_drop: dict[str, float] = field(default_factory=dict)    # metric -> allowed drop vs baseline
-    noise_k: float = 2.0
-    zero_tolerance: tuple[str, ...] = ()                        # subset of ("numbers",)
-    slices: dict[str, SliceGate] = field(default_factory=dict)  # "type=injection" -> gates
-    rerun: RerunConfig = field(default_factory=RerunConfig)
-    missing_baseline: str = "floors_only"                       # floors_only | fail
-    errors: str = "fail"                                        # fail | ignore: cases whose App call errored
-    significance: float | None = None                           # block drops only when p < this
-    min_slice_cases: int = 3                                     # fewer in a gated slice -> insufficient_data
+    floors: dict[str, float] = setting(kind="metrics", factory=dict)                # metric -> minimum value
+    max_drop: dict[str, float] = setting(kind="metrics", factory=dict, of="nonneg")  # metric -> allowed drop
+    noise_k: float = setting(2.0, "nonneg")
+    zero_tolerance: tuple[str, ...] = setting((), "strs", choices=ZERO_TOLERANCE_RULES)
+    slices: dict[str, SliceGate] = setting(kind="slices", factory=dict)  # "type=injection" -> gates
+    rerun: RerunConfig = setting(kind="section", factory=RerunConfig)
+    missing_baseline: str = setting("floors_only", "choice", choices=("floors_only", "fail"))
+    errors: str = setting("fail", "choice", choices=("fail", "ignore"))  # for cases whose App call errored
+    significance: float | None = setting(None, "rate")                  # block drops only when p < this
+    min_slice_cases: int = setting(3, "posint")                          # fewer in a gated slice -> insufficient_data
 
 
 @dataclass(frozen=True)
 class ChecksConfig:
-    units: tuple[str, ...] | None = None          # None: the built-in Vietnamese + English units
-    refusal_markers: tuple[str, ...] | None = None  # None: built-in phrases that mean "the documents do not say"
+    units: tuple[str, ...] | None = setting(None, "strs", check=resolve_units)  # None: built-in vi + en units
+    # None: built-in phrases that mean "the documents do not say"
+    refusal_markers: tuple[str, ...] | None = setting(None, "strs", check=validate_refusal_markers)
 
 
 @dataclass(frozen=True)
 class GoldenChecksConfig:
-    leaks: str = "warn"                   # warn | fail | off: golden questions found in prompt, few-shot or corpus
-    leak_overlap: float = 0.8             # share of a question's word 3-grams found in one place to call it a leak
-    leak_files: tuple[Path, ...] = ()     # more places examples live (few-shot files, system prompts)
-    policy_drift: str = "block"           # block | warn | off: a source section's numbers changed, a case did not
-    min_cases_per_section: int = 2        # coverage: sections with fewer cases are listed
+    # golden questions found in the prompt, leak_files or the corpus
+    leaks: str = setting("warn", "choice", choices=("warn", "fail", "off"))
+    leak_overlap: float = setting(0.8, "rate")               # share of a question's word 3-grams found in one place
+    leak_files: tuple[Path, ...] = setting((), "paths")      # more places examples live (few-shot files, prompts)
+    # a source section's numbers changed, a case expecting them did not
+    policy_drift: str = setting("block", "choice", choices=("block", "warn", "off"))
+    min_cases_per_section: int = setting(2, "nonnegint")     # coverage: sections with fewer cases are listed
 
 
 @dataclass(frozen=True)
 class ReportConfig:
-    max_cases: int = 25                   # pass→fail cases shown in full before "…and N more"
-    title: str = "RAG eval gate"
+    max_cases: int = setting(25, "posint")                   # pass→fail cases shown in full before "…and N more"
+    title: str = setting("RAG eval gate", "str")
 
 
 @dataclass(frozen=True)
@@ -198,24 +218,14 @@ def _plain(value: Any, root: Path) -> Any:
 
 # --- loading -------------------------------------------------------------------------------
 
-PROVIDERS = {
-    "app.type": ("builtin", "replay", "command", "http"),
-    "embedding.provider": ("local", "openai", "e5"),
-    "generation.provider": ("extractive", "openai", "none"),
-    "gate.missing_baseline": ("floors_only", "fail"),
-    "gate.errors": ("fail", "ignore"),
-    "golden_checks.leaks": ("warn", "fail", "off"),
-    "golden_checks.policy_drift": ("block", "warn", "off"),
-}
-ZERO_TOLERANCE_RULES = ("numbers",)
-
-_SECTIONS: dict[str, type] = {
-    "app": AppConfig, "chunking": ChunkingConfig, "embedding": EmbeddingConfig,
-    "retrieval": RetrievalConfig, "generation": GenerationConfig, "judge": JudgeConfig,
-    "llm": LLMConfig, "gate": GateConfig, "checks": ChecksConfig, "golden_checks": GoldenChecksConfig,
-    "report": ReportConfig,
-}
+#: The sections of rageval.yml in reading order: the fields of Config that default to a record.
+_SECTIONS: dict[str, type] = {f.name: f.default_factory for f in fields(Config) if f.default_factory is not MISSING}
 TOP_LEVEL_KEYS = ("golden", "corpus", *_SECTIONS)
+#: "app.type" -> its choices, and so on for every one-of key.
+PROVIDERS = {f"{name}.{f.name}": f.metadata["choices"] for name, cls in _SECTIONS.items()
+             for f in fields(cls) if f.metadata["kind"] == "choice"}
+#: embedding.model when the key is not given, by provider; openai has none, so there it is required.
+_EMBEDDING_MODELS = {"local": EmbeddingConfig.model, "e5": "multilingual-e5-small"}
 
 MSG_NOT_FOUND = "{path}: config file not found. Create it (see examples/banhang/rageval.yml) or pass --config."
 MSG_YAML = "{path}: line {line}: not valid YAML: {problem}. Fix the syntax at that line."
@@ -223,45 +233,41 @@ MSG_UNKNOWN_KEY = "{path}{where}: unknown key '{key}'{hint}. Valid keys here: {v
 MSG_TYPE = "{path}{where}: '{key}' must be {expected}, got {got!r}."
 MSG_CHOICE = "{path}{where}: '{key}' must be one of {choices}, got {got!r}."
 MSG_REQUIRED = "{path}: missing required key '{key}'. Add e.g. `{example}`."
+MSG_PROBLEM = "{path}{where}: {key}: {problem}"
+MSG_METRIC = "{path}{where}: {problem} (in '{key}')."
+MSG_SLICE_KEY = "{path}{where}: slice gate key {k!r} must look like \"type=injection\" (slice key=value)."
+MSG_APP_NEEDS = "{path}: app.type is {type}, so it needs 'app.{key}'. Add e.g. `{example}`."
+MSG_OVERLAP = "{path}{where}: chunking.overlap ({o}) must be smaller than chunking.size ({s})."
+MSG_TOP_K = ("{path}{where}: retrieval.k asks for a cut-off of {k} but retrieval.top_k is {t}; "
+             "raise top_k or drop that k.")
+MSG_PROMPT = "{path}{where}: generation.prompt: template {p} not found (paths are relative to the config file)."
+MSG_SAME_MODEL = ("{path}{where}: judge.model and generation.model are both '{m}'. A model grading its own "
+                  "answers favours them; use a different judge.model, or set judge.allow_same_model: true.")
+MSG_FAITHFULNESS = "{path}{where}: judge.faithfulness needs judge.model (the model that checks claims)."
+MSG_KEY_IN_URL = "{path}{where}: put the API key in an environment variable named by llm.api_key_env, not in the URL."
+MSG_LEAK_FILE = "{path}{where}: golden_checks.leak_files: {p} not found (paths are relative to the config file)."
+
+#: The kinds ``_Reader.typed`` checks itself, with what the message says they must be.
+_EXPECTED = {"int": "an integer", "posint": "an integer ≥ 1", "nonnegint": "an integer ≥ 0",
+             "number": "a number", "nonneg": "a number ≥ 0", "rate": "a number between 0 and 1",
+             "str": "a non-empty string", "optstr": "a string or null", "bool": "true or false"}
+_NUMBERS = ("number", "nonneg", "rate")
 
 
-def parse_yaml(text: str) -> tuple[Any, yaml.Node | None]:
-    """Parse YAML once (safe loader): the data, and the node tree that knows every line number
-    (for error messages). Raises yaml.YAMLError like yaml.safe_load."""
-    loader = yaml.SafeLoader(text)
-    try:
-        node = loader.get_single_node()
-        return (loader.construct_document(node) if node is not None else None), node
-    finally:
-        loader.dispose()
-
-
-class _Located:
-    """Line numbers of every mapping key in a YAML document, by dotted path."""
-
-    def __init__(self, node: yaml.Node | None) -> None:
-        self.lines: dict[str, int] = {}
-        self._walk(node, "")
-
-    def _walk(self, node: Any, prefix: str) -> None:
-        if isinstance(node, yaml.MappingNode):
-            for key_node, value_node in node.value:
-                key = f"{prefix}.{key_node.value}" if prefix else str(key_node.value)
-                self.lines[key] = key_node.start_mark.line + 1
-                self._walk(value_node, key)
-
-    def where(self, dotted: str) -> str:
-        line = self.lines.get(dotted)
-        return f": line {line}" if line else ""
+def _keys(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls))
 
 
 class _Reader:
-    def __init__(self, path: Path, located: _Located) -> None:
+    """Reads values by kind; every error names the file, the dotted key and its line."""
+
+    def __init__(self, path: Path, lines: dict[str, int]) -> None:
         self.path = path
-        self.located = located
+        self.lines = lines  # dotted key -> line in the file
 
     def fail(self, template: str, dotted: str, **kw: Any) -> ConfigError:
-        return ConfigError(template.format(path=self.path, where=self.located.where(dotted), **kw))
+        line = self.lines.get(dotted)
+        return ConfigError(template.format(path=self.path, where=f": line {line}" if line else "", **kw))
 
     def mapping(self, value: Any, dotted: str) -> dict[str, Any]:
         if value is None:
@@ -270,44 +276,45 @@ class _Reader:
             raise self.fail(MSG_TYPE, dotted, key=dotted, expected="a mapping (key: value lines)", got=value)
         return value
 
-    def check_keys(self, data: dict[str, Any], valid: tuple[str, ...] | list[str], prefix: str) -> None:
+    def check_keys(self, data: dict[str, Any], valid: tuple[str, ...], prefix: str) -> None:
         for key in data:
             if key not in valid:
                 dotted = f"{prefix}.{key}" if prefix else str(key)
                 raise self.fail(MSG_UNKNOWN_KEY, dotted, key=dotted, hint=did_you_mean(str(key), valid),
                                 valid=", ".join(valid))
 
+    def section(self, cls: type, value: Any, dotted: str) -> dict[str, Any]:
+        """The keys a section gives, each read by its field's kind; the dataclass supplies the rest.
+        null for a field whose default is None means that default."""
+        data = self.mapping(value, dotted)
+        self.check_keys(data, _keys(cls), dotted)
+        given: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name in data:
+                value = data[f.name]
+                given[f.name] = None if value is None and f.default is None else self.read(f, value, f"{dotted}.{f.name}")
+        return given
+
+    def read(self, f: Field[Any], value: Any, dotted: str) -> Any:
+        kind = f.metadata["kind"]
+        if kind in _EXPECTED:
+            value = self.typed(value, dotted, kind)
+            return float(value) if kind in _NUMBERS else value
+        return getattr(self, f"read_{kind}")(value, dotted, f)
+
     def typed(self, value: Any, dotted: str, kind: str) -> Any:
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        integer = isinstance(value, int) and not isinstance(value, bool)
         ok = {
-            "int": isinstance(value, int) and not isinstance(value, bool),
-            "posint": isinstance(value, int) and not isinstance(value, bool) and value >= 1,
-            "nonnegint": isinstance(value, int) and not isinstance(value, bool) and value >= 0,
-            "number": isinstance(value, (int, float)) and not isinstance(value, bool),
-            "nonneg": isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0,
-            "rate": isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1,
+            "int": integer, "posint": integer and value >= 1, "nonnegint": integer and value >= 0,
+            "number": number, "nonneg": number and value >= 0, "rate": number and 0 <= value <= 1,
             "str": isinstance(value, str) and value != "",
             "optstr": value is None or (isinstance(value, str) and value != ""),
             "bool": isinstance(value, bool),
         }[kind]
         if not ok:
-            expected = {"int": "an integer", "posint": "an integer ≥ 1", "nonnegint": "an integer ≥ 0",
-                        "number": "a number", "nonneg": "a number ≥ 0", "rate": "a number between 0 and 1",
-                        "str": "a non-empty string", "optstr": "a string or null", "bool": "true or false"}[kind]
-            raise self.fail(MSG_TYPE, dotted, key=dotted, expected=expected, got=value)
+            raise self.fail(MSG_TYPE, dotted, key=dotted, expected=_EXPECTED[kind], got=value)
         return value
-
-    def choice(self, value: Any, dotted: str) -> str:
-        choices = PROVIDERS[dotted]
-        if value not in choices:
-            raise self.fail(MSG_CHOICE, dotted, key=dotted, choices=", ".join(choices), got=value)
-        return value
-
-    def int_list(self, value: Any, dotted: str) -> tuple[int, ...]:
-        if isinstance(value, int) and not isinstance(value, bool):
-            value = [value]
-        if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in value):
-            raise self.fail(MSG_TYPE, dotted, key=dotted, expected="a list of integers ≥ 1, e.g. [1, 3, 5]", got=value)
-        return tuple(sorted(set(value)))
 
     def str_list(self, value: Any, dotted: str) -> tuple[str, ...]:
         if isinstance(value, str):
@@ -316,21 +323,79 @@ class _Reader:
             raise self.fail(MSG_TYPE, dotted, key=dotted, expected="a list of strings", got=value)
         return tuple(value)
 
-    def metric_map(self, value: Any, dotted: str, kind: str = "number") -> dict[str, float]:
-        data = self.mapping(value, dotted)
+    # --- the kinds a field's setting() names: read_<kind>(value, dotted key, field) ---
+
+    def read_choice(self, value: Any, dotted: str, f: Field[Any]) -> str:
+        choices = f.metadata["choices"]
+        if value is False and "off" in choices:  # YAML 1.1 reads an unquoted off as false
+            value = "off"
+        if value not in choices:
+            raise self.fail(MSG_CHOICE, dotted, key=dotted, choices=", ".join(choices), got=value)
+        return value
+
+    def read_ints(self, value: Any, dotted: str, f: Field[Any]) -> tuple[int, ...]:
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in value):
+            raise self.fail(MSG_TYPE, dotted, key=dotted, expected="a list of integers ≥ 1, e.g. [1, 3, 5]", got=value)
+        return tuple(sorted(set(value)))
+
+    def read_path(self, value: Any, dotted: str, f: Field[Any] | None = None) -> Path:
+        self.typed(value, dotted, "str")
+        return (self.path.parent / value).resolve()
+
+    def read_paths(self, value: Any, dotted: str, f: Field[Any]) -> tuple[Path, ...]:
+        return tuple(self.read_path(item, dotted) for item in self.str_list(value, dotted))
+
+    def read_strs(self, value: Any, dotted: str, f: Field[Any]) -> tuple[str, ...]:
+        items = self.str_list(value, dotted)
+        for item in items if "choices" in f.metadata else ():
+            self.read_choice(item, dotted, f)
+        if "check" in f.metadata:
+            try:
+                f.metadata["check"](items)
+            except ValueError as exc:
+                raise self.fail(MSG_PROBLEM, dotted, key=dotted, problem=exc) from None
+        return items
+
+    def read_command(self, value: Any, dotted: str, f: Field[Any]) -> tuple[str, ...] | None:
+        if isinstance(value, str):
+            value = shlex.split(value)
+        return self.str_list(value, dotted) or None
+
+    def read_headers(self, value: Any, dotted: str, f: Field[Any]) -> dict[str, str]:
+        return {str(k): str(v) for k, v in self.mapping(value, dotted).items()}
+
+    def read_metrics(self, value: Any, dotted: str, f: Field[Any]) -> dict[str, float]:
         out: dict[str, float] = {}
-        for name, threshold in data.items():
+        for name, threshold in self.mapping(value, dotted).items():
             try:
                 parse_metric(str(name))
             except ValueError as exc:
-                raise self.fail("{path}{where}: " + str(exc).replace("{", "{{").replace("}", "}}")
-                                + f" (in '{dotted}').", f"{dotted}.{name}") from None
-            out[str(name)] = float(self.typed(threshold, f"{dotted}.{name}", kind))
+                raise self.fail(MSG_METRIC, f"{dotted}.{name}", key=dotted, problem=exc) from None
+            out[str(name)] = float(self.typed(threshold, f"{dotted}.{name}", f.metadata.get("of", "number")))
         return out
 
-    def relpath(self, value: Any, dotted: str) -> Path:
-        self.typed(value, dotted, "str")
-        return (self.path.parent / value).resolve()
+    def read_prices(self, value: Any, dotted: str, f: Field[Any]) -> dict[str, dict[str, float]]:
+        prices: dict[str, dict[str, float]] = {}
+        for model, price in self.mapping(value, dotted).items():
+            where = f"{dotted}.{model}"
+            per_token = self.mapping(price, where)
+            self.check_keys(per_token, ("prompt", "completion"), where)
+            prices[str(model)] = {k: float(self.typed(v, f"{where}.{k}", "nonneg")) for k, v in per_token.items()}
+        return prices
+
+    def read_section(self, value: Any, dotted: str, f: Field[Any]) -> Any:
+        return f.default_factory(**self.section(f.default_factory, value, dotted))
+
+    def read_slices(self, value: Any, dotted: str, f: Field[Any]) -> dict[str, SliceGate]:
+        slices: dict[str, SliceGate] = {}
+        for key, spec in self.mapping(value, dotted).items():
+            where = f"{dotted}.{key}"
+            if not isinstance(key, str) or "=" not in key:
+                raise self.fail(MSG_SLICE_KEY, where, k=key)
+            slices[key] = SliceGate(**self.section(SliceGate, spec, where))
+        return slices
 
 
 def load_config(path: str | os.PathLike[str] = DEFAULT_CONFIG) -> Config:
@@ -347,205 +412,74 @@ def load_config(path: str | os.PathLike[str] = DEFAULT_CONFIG) -> Config:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark else "?"
         raise ConfigError(MSG_YAML.format(path=path, line=line, problem=getattr(exc, "problem", exc))) from None
-    return config_from_dict(raw, path.resolve(), located=_Located(node))
+    return config_from_dict(raw, path.resolve(), lines=key_lines(node))
 
 
-def config_from_dict(raw: Any, path: Path, *, located: _Located | None = None) -> Config:
-    r = _Reader(path, located or _Located(None))
+def config_from_dict(raw: Any, path: Path, *, lines: dict[str, int] | None = None) -> Config:
+    """A Config from parsed YAML; ``lines`` (dotted key -> line) puts line numbers in messages."""
+    r = _Reader(path, lines or {})
     data = r.mapping(raw, "(top level)")
     r.check_keys(data, TOP_LEVEL_KEYS, "")
     for key, example in (("golden", "golden: golden.yaml"), ("corpus", "corpus: docs/*.md")):
         if key not in data:
             raise ConfigError(MSG_REQUIRED.format(path=path, key=key, example=example))
-    golden = r.relpath(data["golden"], "golden")
+    golden = r.read_path(data["golden"], "golden")
     corpus = r.typed(data["corpus"], "corpus", "str")
-    sec = {name: r.mapping(data.get(name), name) for name in _SECTIONS}
+    for name, cls in _SECTIONS.items():  # every unknown key is reported before any bad value
+        r.check_keys(r.mapping(data.get(name), name), _keys(cls), name)
+    sections: dict[str, Any] = {}
     for name, cls in _SECTIONS.items():
-        r.check_keys(sec[name], [f.name for f in cls.__dataclass_fields__.values()], name)
+        given = r.section(cls, data.get(name), name)
+        sections[name] = _derived(r, name, cls(**given), given)
+        _check_rules(r, name, sections[name], sections)
+    return Config(path=path, golden=golden, corpus=corpus, **sections)
 
-    a = sec["app"]
-    app = AppConfig(
-        type=r.choice(a.get("type", "builtin"), "app.type"),
-        path=r.relpath(a["path"], "app.path") if a.get("path") is not None else None,
-        command=_command(r, a.get("command")),
-        url=r.typed(a.get("url"), "app.url", "optstr"),
-        timeout_s=float(r.typed(a.get("timeout_s", 60.0), "app.timeout_s", "nonneg")),
-        concurrency=r.typed(a.get("concurrency", 4), "app.concurrency", "posint"),
-        headers={str(k): str(v) for k, v in r.mapping(a.get("headers"), "app.headers").items()},
-    )
-    needs = {"replay": ("path", "app: {type: replay, path: traces.jsonl}"),
-             "command": ("command", "app: {type: command, command: [python, my_app.py]}"),
-             "http": ("url", "app: {type: http, url: http://127.0.0.1:8000/answer}")}
-    if app.type in needs and getattr(app, needs[app.type][0]) is None:
-        key, example = needs[app.type]
-        raise ConfigError(MSG_REQUIRED.format(path=path, key=f"app.{key}", example=example)
-                          .replace("missing required key", f"app.type is {app.type}, so it needs"))
 
-    c = sec["chunking"]
-    chunking = ChunkingConfig(size=r.typed(c.get("size", 200), "chunking.size", "posint"),
-                              overlap=r.typed(c.get("overlap", 0), "chunking.overlap", "nonnegint"))
-    if chunking.overlap >= chunking.size:
-        raise r.fail("{path}{where}: chunking.overlap ({o}) must be smaller than chunking.size ({s}).",
-                     "chunking.overlap", o=chunking.overlap, s=chunking.size)
+def _derived(r: _Reader, name: str, section: Any, given: dict[str, Any]) -> Any:
+    """The defaults that depend on another key or on where the config is; the dataclass has the rest."""
+    if name == "embedding" and "model" not in given:
+        return replace(section, model=_EMBEDDING_MODELS.get(section.provider))
+    if name == "retrieval" and "top_k" not in given:  # as deep as the largest cut-off
+        return replace(section, top_k=max(section.k))
+    if name == "llm" and section.cache_dir is None:
+        return replace(section, cache_dir=r.path.parent / ".rageval-cache")
+    return section
 
-    e = sec["embedding"]
-    provider = r.choice(e.get("provider", "local"), "embedding.provider")
-    default_model = {"local": "hashed-ngrams-v1", "e5": "multilingual-e5-small"}.get(provider)
-    model = r.typed(e.get("model", default_model), "embedding.model", "optstr")
-    if model is None:
-        raise ConfigError(MSG_REQUIRED.format(path=path, key="embedding.model",
+
+_APP_NEEDS = {"replay": ("path", "app: {type: replay, path: traces.jsonl}"),
+              "command": ("command", "app: {type: command, command: [python, my_app.py]}"),
+              "http": ("url", "app: {type: http, url: http://127.0.0.1:8000/answer}")}
+_OPENAI_GENERATION = "generation: {provider: openai, model: gpt-4o-mini, prompt: prompt.j2}"
+
+
+def _check_rules(r: _Reader, name: str, s: Any, before: dict[str, Any]) -> None:
+    """The rules between keys, checked as soon as section ``name`` is read (``before``: the sections
+    read so far)."""
+    if name == "app" and s.type in _APP_NEEDS and getattr(s, _APP_NEEDS[s.type][0]) is None:
+        key, example = _APP_NEEDS[s.type]
+        raise ConfigError(MSG_APP_NEEDS.format(path=r.path, type=s.type, key=key, example=example))
+    if name == "chunking" and s.overlap >= s.size:
+        raise r.fail(MSG_OVERLAP, "chunking.overlap", o=s.overlap, s=s.size)
+    if name == "embedding" and s.model is None:
+        raise ConfigError(MSG_REQUIRED.format(path=r.path, key="embedding.model",
                                               example="embedding: {provider: openai, model: text-embedding-3-small}"))
-    embedding = EmbeddingConfig(provider=provider, model=model,
-                                dim=r.typed(e.get("dim", 2048), "embedding.dim", "posint"),
-                                batch_size=r.typed(e.get("batch_size", 64), "embedding.batch_size", "posint"))
-
-    rt = sec["retrieval"]
-    ks = r.int_list(rt.get("k", [1, 3, 5]), "retrieval.k")
-    top_k = r.typed(rt.get("top_k", max(ks)), "retrieval.top_k", "posint")
-    if max(ks) > top_k:
-        raise r.fail("{path}{where}: retrieval.k asks for a cut-off of {k} but retrieval.top_k is {t}; "
-                     "raise top_k or drop that k.", "retrieval.k", k=max(ks), t=top_k)
-    retrieval = RetrievalConfig(top_k=top_k, k=ks,
-                                token_budgets=r.int_list(rt.get("token_budgets", []), "retrieval.token_budgets"))
-
-    g = sec["generation"]
-    generation = GenerationConfig(
-        provider=r.choice(g.get("provider", "extractive"), "generation.provider"),
-        model=r.typed(g.get("model"), "generation.model", "optstr"),
-        prompt=r.relpath(g["prompt"], "generation.prompt") if g.get("prompt") is not None else None,
-        temperature=float(r.typed(g.get("temperature", 0.0), "generation.temperature", "nonneg")),
-        max_tokens=r.typed(g.get("max_tokens", 400), "generation.max_tokens", "posint"),
-        max_sentences=r.typed(g.get("max_sentences", 2), "generation.max_sentences", "posint"),
-        seed=r.typed(g.get("seed"), "generation.seed", "int") if g.get("seed") is not None else None,
-    )
-    if generation.provider == "openai":
-        for key, example in (("model", "generation: {provider: openai, model: gpt-4o-mini, prompt: prompt.j2}"),
-                             ("prompt", "generation: {provider: openai, model: gpt-4o-mini, prompt: prompt.j2}")):
-            if getattr(generation, key) is None:
-                raise ConfigError(MSG_REQUIRED.format(path=path, key=f"generation.{key}", example=example))
-        if not generation.prompt.is_file():
-            raise r.fail("{path}{where}: generation.prompt: template {p} not found (paths are relative to the config file).",
-                         "generation.prompt", p=generation.prompt)
-
-    j = sec["judge"]
-    judge = JudgeConfig(
-        model=r.typed(j.get("model"), "judge.model", "optstr"),
-        allow_same_model=r.typed(j.get("allow_same_model", False), "judge.allow_same_model", "bool"),
-        faithfulness=r.typed(j.get("faithfulness", False), "judge.faithfulness", "bool"),
-        min_agreement=float(r.typed(j["min_agreement"], "judge.min_agreement", "rate")) if j.get("min_agreement") is not None else None,
-        agreement_file=r.relpath(j["agreement_file"], "judge.agreement_file") if j.get("agreement_file") is not None else None,
-    )
-    if judge.model and generation.model and judge.model == generation.model and not judge.allow_same_model:
-        raise r.fail("{path}{where}: judge.model and generation.model are both '{m}'. A model grading its own "
-                     "answers favours them; use a different judge.model, or set judge.allow_same_model: true.",
-                     "judge.model", m=judge.model)
-    if judge.faithfulness and not judge.model:
-        raise r.fail("{path}{where}: judge.faithfulness needs judge.model (the model that checks claims).",
-                     "judge.faithfulness")
-
-    lc = sec["llm"]
-    prices: dict[str, dict[str, float]] = {}
-    for model_name, price in r.mapping(lc.get("prices"), "llm.prices").items():
-        pm = r.mapping(price, f"llm.prices.{model_name}")
-        r.check_keys(pm, ("prompt", "completion"), f"llm.prices.{model_name}")
-        prices[str(model_name)] = {k: float(r.typed(v, f"llm.prices.{model_name}.{k}", "nonneg")) for k, v in pm.items()}
-    llm = LLMConfig(
-        base_url=r.typed(lc.get("base_url"), "llm.base_url", "optstr"),
-        api_key_env=r.typed(lc.get("api_key_env", "OPENAI_API_KEY"), "llm.api_key_env", "str"),
-        concurrency=r.typed(lc.get("concurrency", 4), "llm.concurrency", "posint"),
-        timeout_s=float(r.typed(lc.get("timeout_s", 60.0), "llm.timeout_s", "nonneg")),
-        max_retries=r.typed(lc.get("max_retries", 4), "llm.max_retries", "nonnegint"),
-        cache_dir=r.relpath(lc["cache_dir"], "llm.cache_dir") if lc.get("cache_dir") is not None else path.parent / ".rageval-cache",
-        max_cost_usd=float(r.typed(lc["max_cost_usd"], "llm.max_cost_usd", "nonneg")) if lc.get("max_cost_usd") is not None else None,
-        prices=prices,
-    )
-    if "api_key" in str(lc.get("base_url", "")):
-        raise r.fail("{path}{where}: put the API key in an environment variable named by llm.api_key_env, not in the URL.",
-                     "llm.base_url")
-
-    gate = _gate(r, sec["gate"])
-
-    ch = sec["checks"]
-    checks = ChecksConfig(
-        units=r.str_list(ch["units"], "checks.units") if ch.get("units") is not None else None,
-        refusal_markers=r.str_list(ch["refusal_markers"], "checks.refusal_markers") if ch.get("refusal_markers") is not None else None,
-    )
-    from rageval.metrics.numbers import resolve_units
-    from rageval.metrics.rules import validate_refusal_markers
-    for key, check, value in (("checks.units", resolve_units, checks.units),
-                              ("checks.refusal_markers", validate_refusal_markers, checks.refusal_markers)):
-        if value is not None:
-            try:
-                check(value)
-            except ValueError as exc:
-                raise r.fail("{path}{where}: " + key + ": " + str(exc).replace("{", "{{").replace("}", "}}"), key) from None
-
-    gc = sec["golden_checks"]
-    golden_checks = GoldenChecksConfig(
-        leaks=r.choice(_off(gc.get("leaks", "warn")), "golden_checks.leaks"),
-        leak_overlap=float(r.typed(gc.get("leak_overlap", 0.8), "golden_checks.leak_overlap", "rate")),
-        leak_files=tuple(r.relpath(f, "golden_checks.leak_files")
-                         for f in r.str_list(gc.get("leak_files", []), "golden_checks.leak_files")),
-        policy_drift=r.choice(_off(gc.get("policy_drift", "block")), "golden_checks.policy_drift"),
-        min_cases_per_section=r.typed(gc.get("min_cases_per_section", 2), "golden_checks.min_cases_per_section",
-                                      "nonnegint"),
-    )
-    for leak_file in golden_checks.leak_files:
-        if not leak_file.is_file():
-            raise r.fail("{path}{where}: golden_checks.leak_files: {p} not found (paths are relative to the config file).",
-                         "golden_checks.leak_files", p=leak_file)
-
-    rp = sec["report"]
-    report = ReportConfig(max_cases=r.typed(rp.get("max_cases", 25), "report.max_cases", "posint"),
-                          title=r.typed(rp.get("title", "RAG eval gate"), "report.title", "str"))
-
-    return Config(path=path, golden=golden, corpus=corpus, app=app, chunking=chunking, embedding=embedding,
-                  retrieval=retrieval, generation=generation, judge=judge, llm=llm, gate=gate, checks=checks,
-                  golden_checks=golden_checks, report=report)
-
-
-def _off(value: Any) -> Any:
-    """YAML 1.1 reads an unquoted ``off`` as false; for a mode that means "off"."""
-    return "off" if value is False else value
-
-
-def _command(r: _Reader, value: Any) -> tuple[str, ...] | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        import shlex
-        value = shlex.split(value)
-    return r.str_list(value, "app.command") or None
-
-
-def _gate(r: _Reader, g: dict[str, Any]) -> GateConfig:
-    slices: dict[str, SliceGate] = {}
-    for key, spec in r.mapping(g.get("slices"), "gate.slices").items():
-        dotted = f"gate.slices.{key}"
-        if not isinstance(key, str) or "=" not in key:
-            raise r.fail("{path}{where}: slice gate key {k!r} must look like \"type=injection\" (slice key=value).",
-                         dotted, k=key)
-        sm = r.mapping(spec, dotted)
-        r.check_keys(sm, ("floors", "max_drop"), dotted)
-        slices[key] = SliceGate(floors=r.metric_map(sm.get("floors"), f"{dotted}.floors"),
-                                max_drop=r.metric_map(sm.get("max_drop"), f"{dotted}.max_drop", "nonneg"))
-    rr = r.mapping(g.get("rerun"), "gate.rerun")
-    r.check_keys(rr, ("margin", "times"), "gate.rerun")
-    zt = r.str_list(g.get("zero_tolerance", []), "gate.zero_tolerance")
-    for rule in zt:
-        if rule not in ZERO_TOLERANCE_RULES:
-            raise r.fail(MSG_CHOICE, "gate.zero_tolerance", key="gate.zero_tolerance",
-                         choices=", ".join(ZERO_TOLERANCE_RULES), got=rule)
-    return GateConfig(
-        floors=r.metric_map(g.get("floors"), "gate.floors"),
-        max_drop=r.metric_map(g.get("max_drop"), "gate.max_drop", "nonneg"),
-        noise_k=float(r.typed(g.get("noise_k", 2.0), "gate.noise_k", "nonneg")),
-        zero_tolerance=zt,
-        slices=slices,
-        rerun=RerunConfig(margin=float(r.typed(rr.get("margin", 0.02), "gate.rerun.margin", "nonneg")),
-                          times=r.typed(rr.get("times", 1), "gate.rerun.times", "nonnegint")),
-        missing_baseline=r.choice(g.get("missing_baseline", "floors_only"), "gate.missing_baseline"),
-        errors=r.choice(g.get("errors", "fail"), "gate.errors"),
-        significance=float(r.typed(g["significance"], "gate.significance", "rate")) if g.get("significance") is not None else None,
-        min_slice_cases=r.typed(g.get("min_slice_cases", 3), "gate.min_slice_cases", "posint"),
-    )
+    if name == "retrieval" and max(s.k) > s.top_k:
+        raise r.fail(MSG_TOP_K, "retrieval.k", k=max(s.k), t=s.top_k)
+    if name == "generation" and s.provider == "openai":
+        for key in ("model", "prompt"):
+            if getattr(s, key) is None:
+                raise ConfigError(MSG_REQUIRED.format(path=r.path, key=f"generation.{key}", example=_OPENAI_GENERATION))
+        if not s.prompt.is_file():
+            raise r.fail(MSG_PROMPT, "generation.prompt", p=s.prompt)
+    if name == "judge":
+        generator = before["generation"].model
+        if s.model and generator and s.model == generator and not s.allow_same_model:
+            raise r.fail(MSG_SAME_MODEL, "judge.model", m=s.model)
+        if s.faithfulness and not s.model:
+            raise r.fail(MSG_FAITHFULNESS, "judge.faithfulness")
+    if name == "llm" and "api_key" in (s.base_url or ""):
+        raise r.fail(MSG_KEY_IN_URL, "llm.base_url")
+    if name == "golden_checks":
+        for leak_file in s.leak_files:
+            if not leak_file.is_file():
+                raise r.fail(MSG_LEAK_FILE, "golden_checks.leak_files", p=leak_file)

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from rageval.config import parse_yaml
+from rageval.parse import parse_yaml
 from rageval.errors import DatasetError, did_you_mean
 from rageval.results import HOLDOUT_TAG, CaseResult, slice_labels
 
