@@ -50,6 +50,27 @@ class ModelError(RagevalError):
     """A model endpoint failed in a way that stops the run (not a per-case error)."""
 
 
+class BudgetExceeded(ModelError):
+    """Spending reached ``llm.max_cost_usd``; no further network calls are made."""
+
+
+class ModelCallError(ModelError):
+    """One model call failed after its retries (or could not be retried): a per-case error."""
+
+    def __init__(self, message: str, *, status_code: int | None = None, attempts: int = 1, tip: str | None = None) -> None:
+        super().__init__(message, tip=tip)
+        self.status_code = status_code
+        self.attempts = attempts
+
+
+class MalformedResponse(Exception):
+    """A model endpoint answered 200 but the body is not a usable response (retried once)."""
+
+
+class MalformedOutput(ValueError):
+    """A model answered, but twice not in the shape asked for (the check becomes an error)."""
+
+
 class GithubError(RagevalError):
     """The GitHub API refused or failed a request."""
 

@@ -17,3 +17,10 @@ def test_ci_runs_the_readme_test_command():
     assert command, "README lost its test command"
     for part in command.group(1).split(" && "):
         assert part.replace(".venv/bin/pip install", ".venv/bin/pip install --quiet") in ci or part in ci, part
+
+
+def test_every_test_file_the_docs_name_exists():
+    texts = [(ROOT / "README.md").read_text(encoding="utf-8"),
+             *(p.read_text(encoding="utf-8") for p in (ROOT / "docs").glob("*.md"))]
+    named = {m for text in texts for m in re.findall(r"tests/[\w/]+\.py", text)}
+    assert named and all((ROOT / m).is_file() for m in named), sorted(m for m in named if not (ROOT / m).is_file())

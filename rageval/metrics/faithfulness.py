@@ -38,7 +38,8 @@ from typing import Any
 
 from rageval.errors import ModelError
 from rageval.metrics.base import CheckResult
-from rageval.metrics.judge import MalformedOutput, tag_block, call_json, parse_json_object
+from rageval.errors import MalformedOutput
+from rageval.metrics.judge import call_json, parse_json_object, tag_block
 
 STAGE = "faithfulness"
 CLAIM_VERDICTS = ("supported", "unsupported", "contradicted")

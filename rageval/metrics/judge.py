@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from rageval.errors import DatasetError, ModelError
+from rageval.errors import DatasetError, MalformedOutput, ModelError
 from rageval.metrics.base import CheckResult
 
 STAGE_JUDGE = "judge"
@@ -70,10 +70,6 @@ order in which the answers are shown do not matter. If they are equally correct,
 
 Reply with one JSON object and nothing else:
 {"better": "A" or "B" or "tie", "reason": "one short sentence"}"""
-
-
-class MalformedOutput(ValueError):
-    """A model answered, but twice not in the shape asked for."""
 
 
 # --- prompts --------------------------------------------------------------------------------

@@ -37,9 +37,9 @@ from urllib.parse import urlsplit, urlunsplit
 import openai
 
 from rageval.config import LLMConfig
-from rageval.errors import ConfigError, ModelError
+from rageval.errors import BudgetExceeded, ConfigError, MalformedResponse, ModelCallError, ModelError
 from rageval.pipeline.llm_cache import ResponseCache
-from rageval.pipeline.llm_parse import Malformed, parse_chat, parse_embeddings, retry_after, server_message
+from rageval.pipeline.llm_parse import parse_chat, parse_embeddings, retry_after, server_message
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_CACHE_DIR = ".rageval-cache"
@@ -59,19 +59,6 @@ BAD_BASE_URL = "llm.base_url: {url!r} is not an http(s) URL. Use e.g. https://ap
 BUDGET_EXCEEDED = "budget exceeded: spent ${spent} of llm.max_cost_usd ${cap}"
 BUDGET_TIP = "Raise llm.max_cost_usd, run a smaller golden subset, or keep the response cache (.rageval-cache) between runs."
 CALL_FAILED = "{what} failed after {attempts} attempt{s}{case}: {reason}"
-
-
-class BudgetExceeded(ModelError):
-    """Spending reached ``llm.max_cost_usd``; no further network calls are made."""
-
-
-class ModelCallError(ModelError):
-    """One model call failed after its retries (or could not be retried): a per-case error."""
-
-    def __init__(self, message: str, *, status_code: int | None = None, attempts: int = 1, tip: str | None = None) -> None:
-        super().__init__(message, tip=tip)
-        self.status_code = status_code
-        self.attempts = attempts
 
 
 @dataclass(frozen=True)
@@ -104,12 +91,6 @@ class LLMClient:
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
     ) -> None:
-        if cfg.concurrency < 1:
-            raise ConfigError(f"llm.concurrency: must be at least 1, got {cfg.concurrency}.")
-        if cfg.max_retries < 0:
-            raise ConfigError(f"llm.max_retries: must be 0 or more, got {cfg.max_retries}.")
-        if not cfg.timeout_s > 0:
-            raise ConfigError(f"llm.timeout_s: must be a positive number of seconds, got {cfg.timeout_s}.")
         self._cfg = cfg
         base_url = (cfg.base_url or env.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         parts = urlsplit(base_url)
@@ -282,7 +263,7 @@ class LLMClient:
             if failure is None:
                 try:
                     parsed = parse(body)
-                except Malformed as exc:
+                except MalformedResponse as exc:
                     failure = _Failure(f"malformed response: {self._clean(str(exc))}", status_code=raw.status_code,
                                        retryable=True, malformed=True)
                 else:

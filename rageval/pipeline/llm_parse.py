@@ -1,7 +1,7 @@
 """What a model endpoint answered, read without I/O: chat and embedding bodies, error bodies and
 the ``Retry-After`` headers of ``LLMClient`` (``rageval.pipeline.llm``).
 
-A 200 whose body is not a usable response raises :class:`Malformed`; the client retries it once.
+A 200 whose body is not a usable response raises :class:`MalformedResponse`; the client retries it once.
 """
 
 from __future__ import annotations
@@ -15,9 +15,7 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
-
-class Malformed(Exception):
-    """The server answered 200 but the body is not a usable response."""
+from rageval.errors import MalformedResponse
 
 
 def is_count(x: object) -> bool:
@@ -33,9 +31,9 @@ def _load(body: str) -> dict[str, Any]:
         data = json.loads(body)
     except ValueError:
         snippet = " ".join(body.split())[:60]
-        raise Malformed(f"the body is not JSON ({snippet!r})") from None
+        raise MalformedResponse(f"the body is not JSON ({snippet!r})") from None
     if not isinstance(data, dict):
-        raise Malformed("the body is not a JSON object")
+        raise MalformedResponse("the body is not a JSON object")
     return data
 
 
@@ -45,7 +43,7 @@ def _usage(data: dict[str, Any]) -> tuple[int, int]:
         return 0, 0          # some servers omit usage; the call still counts, its tokens are unknown
     prompt, completion = usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0
     if not (is_count(prompt) and is_count(completion)):
-        raise Malformed("usage token counts are not non-negative integers")
+        raise MalformedResponse("usage token counts are not non-negative integers")
     return prompt, completion
 
 
@@ -54,7 +52,7 @@ def parse_chat(body: str, model: str) -> dict[str, Any]:
     data = _load(body)
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise Malformed("no 'choices' in the chat completion")
+        raise MalformedResponse("no 'choices' in the chat completion")
     message = choices[0].get("message")
     content = message.get("content") if isinstance(message, dict) else None
     if not isinstance(content, str):
@@ -62,7 +60,7 @@ def parse_chat(body: str, model: str) -> dict[str, Any]:
         if isinstance(refusal, str):
             content = refusal
         else:
-            raise Malformed("choices[0].message.content is not a string")
+            raise MalformedResponse("choices[0].message.content is not a string")
     prompt, completion = _usage(data)
     served = data.get("model")
     return {"text": content, "prompt_tokens": prompt, "completion_tokens": completion,
@@ -75,27 +73,27 @@ def parse_embeddings(body: str, n: int) -> dict[str, Any]:
     items = data.get("data")
     if not isinstance(items, list) or len(items) != n:
         got = len(items) if isinstance(items, list) else "no"
-        raise Malformed(f"expected {n} embeddings in 'data', got {got}")
+        raise MalformedResponse(f"expected {n} embeddings in 'data', got {got}")
     vectors: list[list[float] | None] = [None] * n
     for pos, item in enumerate(items):
         if not isinstance(item, dict):
-            raise Malformed("an item of 'data' is not an object")
+            raise MalformedResponse("an item of 'data' is not an object")
         index = item.get("index", pos)
         if not is_count(index) or index >= n or vectors[index] is not None:
-            raise Malformed(f"bad embedding index {index!r}")
+            raise MalformedResponse(f"bad embedding index {index!r}")
         emb = item.get("embedding")
         if isinstance(emb, str):     # base64 little-endian float32, as OpenAI sends when asked
             try:
                 raw = base64.b64decode(emb, validate=True)
                 emb = list(struct.unpack(f"<{len(raw) // 4}f", raw))
             except (ValueError, struct.error):
-                raise Malformed("an embedding is neither a list of numbers nor base64 float32") from None
+                raise MalformedResponse("an embedding is neither a list of numbers nor base64 float32") from None
         if not isinstance(emb, list) or not emb or not all(is_number(v) for v in emb):
-            raise Malformed("an embedding is not a non-empty list of numbers")
+            raise MalformedResponse("an embedding is not a non-empty list of numbers")
         vectors[index] = [float(v) for v in emb]
     dims = {len(v) for v in vectors if v is not None}
     if len(dims) != 1:
-        raise Malformed(f"embeddings have different lengths {sorted(dims)}")
+        raise MalformedResponse(f"embeddings have different lengths {sorted(dims)}")
     prompt, _ = _usage(data)
     return {"vectors": vectors, "prompt_tokens": prompt, "completion_tokens": 0}
 
