@@ -484,8 +484,8 @@ def _context_texts(case: dict[str, Any]) -> list[str]:
 def run_ours_faithfulness(server: OpenAIServer, recorder: Recorder, workdir: Path, inputs: list[dict[str, Any]],
                           model: str, llm_cfg: Any) -> dict[str, Any]:
     """rageval's faithfulness check alone over ``inputs``, cold then warm (same cache dir)."""
-    from rageval.pipeline.llm import LLMClient
     from rageval.metrics.faithfulness import check_faithfulness
+    from rageval.pipeline.llm import LLMClient
 
     env = {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": BENCH_KEY}
     cache = workdir / "faithfulness-cache"

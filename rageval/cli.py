@@ -17,11 +17,17 @@ from typing import TextIO
 
 from rageval import __version__, flow
 from rageval.config import DEFAULT_CONFIG, Config, load_config
-from rageval.errors import EXIT_BLOCKED, EXIT_INTERNAL, EXIT_OK, DatasetError, RagevalError
+from rageval.errors import (
+    EXIT_BLOCKED,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    DatasetError,
+    RagevalError,
+)
+from rageval.files import read_json, write_json, write_text
 from rageval.gate import report
 from rageval.gate.verdict import Verdict
 from rageval.golden import lifecycle
-from rageval.golden.history import default_git_ref, git_history, reference_from_git
 from rageval.golden.candidates import (
     DEFAULT_ORDER_PATTERNS,
     load_logs,
@@ -31,6 +37,7 @@ from rageval.golden.candidates import (
 )
 from rageval.golden.corpus import load_corpus
 from rageval.golden.edit import add_case, write_added
+from rageval.golden.history import default_git_ref, git_history, reference_from_git
 from rageval.golden.set import GoldenSet, load_golden
 from rageval.metrics.judge import judge_agreement
 from rageval.pipeline.apps.replay import load_traces
@@ -38,7 +45,6 @@ from rageval.pipeline.chunking import chunk_corpus
 from rageval.pipeline.embedding import LocalEmbedder
 from rageval.pipeline.judging import load_labels
 from rageval.pipeline.runner import Evaluation, prepare
-from rageval.files import read_json, write_json, write_text
 from rageval.results import load_result
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
-
 EXIT_OK, EXIT_BLOCKED, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
 

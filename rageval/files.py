@@ -19,7 +19,6 @@ from typing import Any
 
 from rageval.errors import RagevalError, ResultError
 
-
 # --- validation ------------------------------------------------------------------------------
 
 class Reader:
@@ -143,16 +142,42 @@ def write_json(path: str | os.PathLike[str], data: Any) -> None:
     write_text(path, to_json(data.to_dict() if hasattr(data, "to_dict") else data))
 
 
-def write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write atomically: a temp file in the same folder, then rename, so a failed run never
-    leaves half a file where a results file or report used to be."""
+def _umask() -> int:
+    """The process umask (read once, at import, while nothing else runs)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+#: mode of every file rageval writes: what ``open()`` would give (0644 under umask 022). A
+#: temporary file gets 0600; in a Docker action the next steps run as another user (uid 1001) and
+#: must be able to read the results, the report and the cache.
+FILE_MODE = 0o666 & ~_umask()
+MSG_WRITE = "{path}: could not write the file ({problem}); {old}. Free some space or check the folder's permissions."
+
+
+def write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None = None) -> None:
+    """Write atomically: a temp file in the same folder (``mode``, default FILE_MODE), then rename,
+    so a failed run never leaves half a file where a results file or report used to be. A full
+    disk or a read-only folder is a RagevalError naming the file (the old file stays as it was)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    tmp: str | None = None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        os.fchmod(fd, FILE_MODE if mode is None else mode)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        tmp = None
+    except OSError as exc:
+        old = "the previous file is unchanged" if path.exists() else "nothing was written"
+        raise RagevalError(MSG_WRITE.format(path=path, problem=exc.strerror or exc, old=old)) from None
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> None:
+    """``write_bytes`` of UTF-8 text."""
+    write_bytes(path, text.encode("utf-8"))

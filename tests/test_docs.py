@@ -3,6 +3,7 @@
 import re
 
 from conftest import ROOT
+
 from rageval.metrics.retrieval import metrics_table_markdown
 
 

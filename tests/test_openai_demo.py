@@ -5,7 +5,6 @@ import json
 import shutil
 
 import pytest
-
 from conftest import ROOT
 from openai_server import OpenAIServer
 

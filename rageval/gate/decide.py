@@ -34,7 +34,7 @@ the golden set's own checks (policy drift, leaks, version) are ``rageval.gate.go
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from rageval.config import Config, GateConfig, SliceGate

@@ -44,6 +44,7 @@ from rageval.errors import (
     GithubError,
     RagevalError,
 )
+from rageval.files import write_json, write_text
 from rageval.gate import report
 from rageval.github.baseline import fetch_baseline
 from rageval.github.client import GitHubClient
@@ -61,9 +62,7 @@ from rageval.github.inputs import (
 )
 from rageval.github.workflow import Console, Progress, append_text, write_output
 from rageval.golden.set import load_golden
-from rageval.pipeline.runner import prepare
-from rageval.pipeline.runner import Evaluation
-from rageval.files import write_json, write_text
+from rageval.pipeline.runner import Evaluation, prepare
 from rageval.results import RunResult, load_result
 
 MSG_NO_CONFIG = ("Config file {path} not found (input 'config' is {value!r}, resolved against the workspace "

@@ -15,7 +15,6 @@ from __future__ import annotations
 import email.utils
 import json
 import logging
-import re
 import time
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone

@@ -28,7 +28,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import re
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -40,6 +39,7 @@ from typing import Any
 import yaml
 
 from rageval.errors import DatasetError, did_you_mean
+from rageval.files import write_bytes
 from rageval.golden.set import HOLDOUT_TAG, Case, GoldenSet, load_golden
 from rageval.golden.yaml_text import (
     content_end,
@@ -149,19 +149,7 @@ def write_added(path: Path, result: AddResult) -> None:
     path = Path(path)
     if hashlib.sha256(path.read_bytes()).hexdigest() != result.original_sha256:
         raise DatasetError(MSG_CHANGED.format(path=path))
-    mode = path.stat().st_mode & 0o7777
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(result.text.encode("utf-8"))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_bytes(path, result.text.encode("utf-8"), mode=path.stat().st_mode & 0o7777)
 
 
 # --------------------------------------------------------------------------------------------

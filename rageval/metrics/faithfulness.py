@@ -36,9 +36,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from rageval.errors import ModelError
+from rageval.errors import MalformedOutput, ModelError
 from rageval.metrics.base import CheckResult
-from rageval.errors import MalformedOutput
 from rageval.metrics.judge import call_json, parse_json_object, tag_block
 
 STAGE = "faithfulness"

@@ -25,7 +25,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rageval.metrics.base import GENERATION_METRICS, OTHER_METRICS, RETRIEVAL_FAMILIES, parse_metric
+from rageval.metrics.base import (
+    GENERATION_METRICS,
+    OTHER_METRICS,
+    RETRIEVAL_FAMILIES,
+    parse_metric,
+)
 
 Ranking = Sequence[frozenset[str] | set[str] | Sequence[str]]
 

@@ -18,8 +18,8 @@ from typing import Any, Protocol
 
 import jinja2
 
-from rageval.pipeline.apps import Retrieved
 from rageval.errors import ConfigError, ModelError
+from rageval.pipeline.apps import Retrieved
 from rageval.text import fold, sentences
 
 DECLINE = "Tài liệu không đề cập thông tin này."

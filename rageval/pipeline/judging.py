@@ -18,13 +18,13 @@ import os
 from pathlib import Path
 from typing import Any
 
-from rageval.pipeline.apps import Trace
 from rageval.config import JudgeConfig
 from rageval.errors import DatasetError
 from rageval.golden.set import Case
 from rageval.metrics.base import CheckResult
 from rageval.metrics.faithfulness import check_faithfulness
 from rageval.metrics.judge import judge_case, parse_labels
+from rageval.pipeline.apps import Trace
 
 NO_MODEL = "no model configured (judge.model)"
 NO_AGREEMENT_FILE = ("judge.min_agreement is {floor:g} but judge.agreement_file is not set, so the judge's agreement "

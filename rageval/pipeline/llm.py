@@ -37,9 +37,19 @@ from urllib.parse import urlsplit, urlunsplit
 import openai
 
 from rageval.config import LLMConfig
-from rageval.errors import BudgetExceeded, ConfigError, MalformedResponse, ModelCallError, ModelError
+from rageval.errors import (
+    BudgetExceeded,
+    ConfigError,
+    MalformedResponse,
+    ModelCallError,
+)
 from rageval.pipeline.llm_cache import ResponseCache
-from rageval.pipeline.llm_parse import parse_chat, parse_embeddings, retry_after, server_message
+from rageval.pipeline.llm_parse import (
+    parse_chat,
+    parse_embeddings,
+    retry_after,
+    server_message,
+)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_CACHE_DIR = ".rageval-cache"

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from rageval.errors import ConfigError
+from rageval.errors import ConfigError, RagevalError
+from rageval.files import write_bytes
 from rageval.pipeline.llm_parse import is_count, is_number
 
 CACHE_VERSION = 1
@@ -65,21 +64,7 @@ class ResponseCache:
         record = {"v": CACHE_VERSION, "key": key, "kind": kind, "host": self._host,
                   "request": request, "response": response}
         data = json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8")
-        tmp: str | None = None
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:8]}-", suffix=".tmp")
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-            tmp = None
-        except OSError as exc:
-            raise ConfigError(CACHE_UNWRITABLE.format(path=self.directory, error=exc.strerror or exc)) from None
-        finally:
-            if tmp is not None:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
+            write_bytes(path, data)
+        except RagevalError as exc:
+            raise ConfigError(CACHE_UNWRITABLE.format(path=self.directory, error=exc.message)) from None

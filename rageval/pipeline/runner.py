@@ -28,7 +28,11 @@ from rageval.golden.set import Case, GoldenSet, load_golden
 from rageval.metrics.aggregate import summarize
 from rageval.metrics.numbers import check_numbers
 from rageval.metrics.retrieval import case_metrics, first_relevant_rank
-from rageval.metrics.rules import check_must_include, check_must_not_include, check_refusal
+from rageval.metrics.rules import (
+    check_must_include,
+    check_must_not_include,
+    check_refusal,
+)
 from rageval.pipeline.apps import Trace
 from rageval.pipeline.apps.builtin import BuiltinApp
 from rageval.pipeline.apps.command import CommandApp

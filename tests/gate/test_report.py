@@ -16,7 +16,13 @@ import pytest
 
 from rageval.config import GateConfig, ReportConfig
 from rageval.gate.decide import evaluate
-from rageval.gate.report import GITHUB_COMMENT_LIMIT, escape_md, fence, render_markdown, render_summary_line
+from rageval.gate.report import (
+    GITHUB_COMMENT_LIMIT,
+    escape_md,
+    fence,
+    render_markdown,
+    render_summary_line,
+)
 from rageval.results import CaseResult, CheckResult, Cost, RunResult
 
 DATA = Path(__file__).parents[1] / "data"

@@ -22,21 +22,26 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from github_server import FakeGitHub
 from test_client import SPEC, check_contract
 
 from rageval.config import load_config
+from rageval.files import write_json
 from rageval.flow import run_repeats
 from rageval.gate.decide import evaluate, narrow_baseline
 from rageval.gate.verdict import Verdict
 from rageval.github.action import main
 from rageval.github.comment import comment_marker
-from rageval.github.inputs import INPUT_DEFAULTS, get_input, parse_inputs, read_event, resolve_mode
+from rageval.github.inputs import (
+    INPUT_DEFAULTS,
+    get_input,
+    parse_inputs,
+    read_event,
+    resolve_mode,
+)
 from rageval.github.workflow import write_output
 from rageval.golden.set import load_golden
 from rageval.pipeline.runner import prepare
-from rageval.files import write_json
 from rageval.results import RunResult, load_result
 
 ROOT = Path(__file__).resolve().parents[2]

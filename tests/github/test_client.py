@@ -19,13 +19,21 @@ from pathlib import Path
 
 import pytest
 import requests
-
 from github_server import STORAGE_OPERATION, FakeGitHub, LoggedRequest
 
 from rageval.errors import BaselineError, GithubError
-from rageval.github.baseline import fetch_baseline, find_baseline_artifact, safe_extract_json
+from rageval.github.baseline import (
+    fetch_baseline,
+    find_baseline_artifact,
+    safe_extract_json,
+)
 from rageval.github.client import GitHubClient
-from rageval.github.comment import MARKER_TEMPLATE, MAX_COMMENT_CHARS, comment_marker, upsert_comment
+from rageval.github.comment import (
+    MARKER_TEMPLATE,
+    MAX_COMMENT_CHARS,
+    comment_marker,
+    upsert_comment,
+)
 
 TOKEN = "ghp_SENTINEL_TOKEN_123"
 NAME = "rag-eval-baseline"

@@ -10,28 +10,27 @@ import unicodedata
 import numpy as np
 import pytest
 import yaml
+from conftest import ROOT, TESTS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rageval.errors import ConfigError, DatasetError
 from rageval.golden.candidates import (
     DEFAULT_ORDER_PATTERNS,
     CandidateSet,
     LogEntry,
-    ScrubResult,
     Scrubber,
+    ScrubResult,
     load_logs,
     load_names,
     propose,
     render_candidates_yaml,
     scrub,
 )
-from rageval.errors import ConfigError, DatasetError
 from rageval.golden.candidates import cluster as cand_cluster
 from rageval.golden.candidates import logs as cand_logs
 from rageval.golden.set import load_golden
 from rageval.pipeline.embedding import LocalEmbedder
-
-from conftest import ROOT, TESTS
 
 DATA = TESTS / "data"
 LOGS = DATA / "chat-logs.jsonl"

@@ -2,10 +2,10 @@ import hashlib
 
 import pytest
 
-from rageval.pipeline.chunking import chunk_corpus
-from rageval.golden.corpus import load_corpus
 from rageval.errors import DatasetError
+from rageval.golden.corpus import load_corpus
 from rageval.golden.set import load_golden
+from rageval.pipeline.chunking import chunk_corpus
 from rageval.text import count_tokens
 
 GOLDEN = """\

@@ -9,6 +9,7 @@ from datetime import date
 
 import pytest
 import yaml
+from conftest import ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,8 +25,6 @@ from rageval.golden.edit import (
 )
 from rageval.golden.set import Case, load_golden
 from rageval.golden.yaml_text import yaml_double_quoted
-
-from conftest import ROOT
 
 BANHANG = ROOT / "examples" / "banhang" / "golden.yaml"
 TODAY = date(2026, 12, 1)

@@ -7,13 +7,19 @@ import json
 import re
 
 import pytest
-
 from openai_server import OpenAIServer  # tests/ is on sys.path (conftest.py)
 from seed_data import POLICY
 from test_judge import NUMBER, block, make_client, system
 
-from rageval.metrics.faithfulness import (EXTRACT_SYSTEM, VERIFY_SYSTEM, check_faithfulness, parse_claims,
-                                          parse_verification, supported_share, verify_messages)
+from rageval.metrics.faithfulness import (
+    EXTRACT_SYSTEM,
+    VERIFY_SYSTEM,
+    check_faithfulness,
+    parse_claims,
+    parse_verification,
+    supported_share,
+    verify_messages,
+)
 
 MODEL = "judge-model"
 # Seed 001's fixture (a made-up exchange policy)

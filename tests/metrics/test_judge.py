@@ -8,15 +8,23 @@ import random
 import re
 
 import pytest
-
 from openai_server import Fault, OpenAIServer  # tests/ is on sys.path (conftest.py)
 from seed_data import GOLDEN, POLICY
 
 from rageval.config import LLMConfig
 from rageval.errors import DatasetError
+from rageval.metrics.judge import (
+    JUDGE_SYSTEM,
+    PAIR_SYSTEM,
+    judge_agreement,
+    judge_case,
+    judge_messages,
+    judge_pair,
+    parse_labels,
+    parse_pair,
+    parse_verdict,
+)
 from rageval.pipeline.llm import LLMClient
-from rageval.metrics.judge import (JUDGE_SYSTEM, PAIR_SYSTEM, judge_agreement, judge_case, judge_messages,
-                                   judge_pair, parse_labels, parse_pair, parse_verdict)
 
 JUDGE_MODEL = "judge-model"
 Q01 = GOLDEN[0]

@@ -8,7 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rageval.metrics.numbers import UNITS, Quantity, check_numbers, extract_quantities, resolve_units
+from rageval.metrics.numbers import (
+    UNITS,
+    Quantity,
+    check_numbers,
+    extract_quantities,
+    resolve_units,
+)
 
 # Policy sections DT-1..DT-6 of the seed's fictional BanHang return policy (facts, retyped).
 POLICY = {

@@ -8,7 +8,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rageval.metrics.base import parse_metric
-from rageval.metrics.retrieval import budget_prefix, case_metrics, first_relevant_rank, ndcg_at, recall_at
+from rageval.metrics.retrieval import (
+    budget_prefix,
+    case_metrics,
+    first_relevant_rank,
+    ndcg_at,
+    recall_at,
+)
 
 
 def test_hand_worked_example():

@@ -6,7 +6,6 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-
 from conftest import ROOT
 
 APP = """\

@@ -12,8 +12,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from seed_data import POLICY
 
 from rageval.config import EmbeddingConfig
+from rageval.errors import ConfigError, ModelError
 from rageval.pipeline.embedding import (
     E5_MISSING,
     E5Embedder,
@@ -22,9 +24,7 @@ from rageval.pipeline.embedding import (
     OpenAIEmbedder,
     make_embedder,
 )
-from rageval.errors import ConfigError, ModelError
 from rageval.pipeline.index import VectorIndex
-from seed_data import POLICY
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -8,19 +8,18 @@ import json
 import re
 
 import pytest
-
 from openai_server import OpenAIServer  # tests/ is on sys.path (conftest.py)
 from seed_data import POLICY
 from test_faithfulness import scripted_faithfulness
 from test_judge import block, scripted_judge, system
 
-from rageval.pipeline.apps import Retrieved, Trace
 from rageval.config import JudgeConfig, load_config
 from rageval.errors import DatasetError
 from rageval.golden.set import Case
+from rageval.metrics.faithfulness import EXTRACT_SYSTEM, VERIFY_SYSTEM
+from rageval.pipeline.apps import Retrieved, Trace
 from rageval.pipeline.judging import ModelJudge, judge_gate_allowed, load_labels
 from rageval.pipeline.llm import LLMClient
-from rageval.metrics.faithfulness import EXTRACT_SYSTEM, VERIFY_SYSTEM
 from rageval.pipeline.runner import prepare
 
 

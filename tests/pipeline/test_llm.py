@@ -11,12 +11,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-
-from openai_server import Fault, OpenAIServer, deterministic_embedding  # tests/ is on sys.path (conftest.py)
+from openai_server import (  # tests/ is on sys.path (conftest.py)
+    Fault,
+    OpenAIServer,
+    deterministic_embedding,
+)
 
 from rageval.config import LLMConfig
-from rageval.errors import ConfigError, ModelError
-from rageval.errors import BudgetExceeded, ModelCallError
+from rageval.errors import BudgetExceeded, ConfigError, ModelCallError, ModelError
 from rageval.pipeline.llm import MAX_WAIT_S, ChatResult, LLMClient
 
 SENTINEL = "sk-SENTINEL-123"

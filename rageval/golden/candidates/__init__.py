@@ -14,10 +14,29 @@ Modules: :mod:`.scrub` (the scrubbing policy), :mod:`.logs` (reading the JSONL l
 :mod:`.cluster` (de-duplication, intent clusters, the sample) and :mod:`.output` (the YAML file).
 """
 
-from rageval.golden.candidates.cluster import MAX_UNIQUE, STOPWORDS, Candidate, CandidateSet, Cluster, propose
-from rageval.golden.candidates.logs import MAX_LOG_LINES, TEXT_FIELDS, LogEntry, load_logs, load_names
+from rageval.golden.candidates.cluster import (
+    MAX_UNIQUE,
+    STOPWORDS,
+    Candidate,
+    CandidateSet,
+    Cluster,
+    propose,
+)
+from rageval.golden.candidates.logs import (
+    MAX_LOG_LINES,
+    TEXT_FIELDS,
+    LogEntry,
+    load_logs,
+    load_names,
+)
 from rageval.golden.candidates.output import render_candidates_yaml
-from rageval.golden.candidates.scrub import DEFAULT_ORDER_PATTERNS, KINDS, ScrubResult, Scrubber, scrub
+from rageval.golden.candidates.scrub import (
+    DEFAULT_ORDER_PATTERNS,
+    KINDS,
+    Scrubber,
+    ScrubResult,
+    scrub,
+)
 
 __all__ = [
     "DEFAULT_ORDER_PATTERNS",

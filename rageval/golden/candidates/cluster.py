@@ -17,7 +17,13 @@ import numpy as np
 
 from rageval.errors import ConfigError, DatasetError
 from rageval.golden.candidates.logs import LogEntry
-from rageval.golden.candidates.scrub import DEFAULT_ORDER_PATTERNS, PLACEHOLDER, WORD, Scrubber, cached_scrubber
+from rageval.golden.candidates.scrub import (
+    DEFAULT_ORDER_PATTERNS,
+    PLACEHOLDER,
+    WORD,
+    Scrubber,
+    cached_scrubber,
+)
 from rageval.text import fold
 
 MAX_UNIQUE = 50_000

@@ -9,14 +9,19 @@ from typing import Any
 
 import numpy as np
 
+from rageval.config import Config
+from rageval.errors import ConfigError
+from rageval.golden.corpus import Corpus
+from rageval.golden.set import Case
 from rageval.pipeline.apps import Retrieved, Trace
 from rageval.pipeline.chunking import Chunk, chunk_corpus
-from rageval.config import Config
-from rageval.golden.corpus import Corpus
 from rageval.pipeline.embedding import make_embedder
-from rageval.errors import ConfigError
-from rageval.pipeline.generation import ChatGenerator, ExtractiveGenerator, Generated, Generator
-from rageval.golden.set import Case
+from rageval.pipeline.generation import (
+    ChatGenerator,
+    ExtractiveGenerator,
+    Generated,
+    Generator,
+)
 from rageval.pipeline.index import VectorIndex
 
 

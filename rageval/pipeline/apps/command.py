@@ -15,9 +15,9 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from rageval.pipeline.apps import Trace, request_for, trace_from_dict
 from rageval.errors import ConfigError, DatasetError
 from rageval.golden.set import Case
+from rageval.pipeline.apps import Trace, request_for, trace_from_dict
 
 
 class CommandApp:

@@ -9,10 +9,10 @@ from collections.abc import Mapping
 
 import requests
 
-from rageval.pipeline.apps import Trace, request_for, trace_from_dict
 from rageval.config import ENV_REF
 from rageval.errors import DatasetError
 from rageval.golden.set import Case
+from rageval.pipeline.apps import Trace, request_for, trace_from_dict
 
 
 class HttpApp:
