@@ -172,7 +172,7 @@ class Reader:
 
     def number(self, i: int) -> Number | None:
         word = self.toks[i]
-        if word[0].isdigit():
+        if word[0].isdecimal():     # not isdigit(): "²", "①" are digits to str but no number to Decimal
             value = parse_digits(word)
             return Number(value, i + 1) if value is not None else None
         return self.vietnamese(i) or self.english(i)

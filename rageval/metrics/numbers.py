@@ -40,6 +40,7 @@ Nothing here does I/O.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -112,7 +113,11 @@ _DATE_CONTEXT: dict[str, frozenset[str]] = {
     "thứ": frozenset({"ngày"}), "thu": frozenset({"ngày"}),
 }
 
-_TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+|[^\w\s]")
+# Superscript, subscript and circled digits ("7 ngày¹", "m²", "①") are digits to str.isdigit() but
+# numbers to nobody: each is a token of its own (a footnote mark ends the word before it), never
+# part of a number or a word.
+_MARKS = "\u00b2\u00b3\u00b9\u2070-\u2079\u2080-\u2089\u2460-\u24ff\u2776-\u2793"
+_TOKEN = re.compile(rf"\d+(?:[.,]\d+)*|[^\W\d_{_MARKS}]+|[{_MARKS}]|[^\w\s]")
 
 
 def _tokens(text: str) -> list[str]:
@@ -200,9 +205,22 @@ def resolve_units(units: Sequence[str] | None) -> frozenset[str]:
     days (and dropped if those are not listed), never as "5 ngày".
     """
     if units is None:
-        return frozenset(UNITS)
+        return _ALL_UNITS
     if isinstance(units, str) or not isinstance(units, Iterable):
         raise ValueError(f"checks.units must be a list of unit names, got {units!r}")
+    names = tuple(units)
+    for name in names:
+        if not isinstance(name, str):
+            raise ValueError(f"checks.units entries must be strings, got {name!r}")
+    return _resolve_names(names)
+
+
+_ALL_UNITS = frozenset(UNITS)
+
+
+@functools.lru_cache(maxsize=64)
+def _resolve_names(units: tuple[str, ...]) -> frozenset[str]:
+    """resolve_units of a tuple of strings, memoised: the number rule asks for every case."""
     lookup: dict[str, str] = {}
     for name in UNITS:
         lookup[normalize(name)] = name
@@ -210,8 +228,6 @@ def resolve_units(units: Sequence[str] | None) -> frozenset[str]:
     lookup.update(UNIT_ALIASES)
     chosen: set[str] = set()
     for name in units:
-        if not isinstance(name, str):
-            raise ValueError(f"checks.units entries must be strings, got {name!r}")
         key = normalize(name)
         if key in _WEEK_NAMES or fold(key) in _WEEK_NAMES:
             raise ValueError(WEEK_UNIT.format(name=name))
@@ -290,7 +306,7 @@ def _scan(text: str) -> list[Quantity]:
     start = 0                            # first token of the mention (of the range, if any)
     i = 0
     while i < len(toks):
-        if toks[i] == "$" and i + 1 < len(toks) and toks[i + 1][0].isdigit():
+        if toks[i] == "$" and i + 1 < len(toks) and toks[i + 1][0].isdecimal():
             value = parse_digits(toks[i + 1])
             if value is not None:
                 end, factor = i + 2, 1
@@ -322,6 +338,13 @@ def _scan(text: str) -> list[Quantity]:
     return found
 
 
+@functools.lru_cache(maxsize=16384)
+def _quantities(text: str) -> tuple[Quantity, ...]:
+    """:func:`_scan`, memoised per text: a source section is read once per process, however many
+    cases cite it (the cache holds the texts it was asked about, at most 16,384 of them)."""
+    return tuple(_scan(text))
+
+
 def extract_quantities(text: str, units: Sequence[str] | None = None) -> list[Quantity]:
     """Every number+unit mention of ``text``, canonicalised, in order of appearance (repeats
     kept). ``units`` limits the result to those units (see :func:`resolve_units` for the
@@ -329,7 +352,7 @@ def extract_quantities(text: str, units: Sequence[str] | None = None) -> list[Qu
     allowed = resolve_units(units)
     if not isinstance(text, str):
         raise TypeError(f"text must be a string, got {type(text).__name__}")
-    return [q for q in _scan(text) if q.unit in allowed]
+    return [q for q in _quantities(text) if q.unit in allowed]
 
 
 def _listing(quantities: Iterable[Quantity]) -> list[str]:
@@ -352,11 +375,11 @@ def check_numbers(answer: str | None, expected_answer: str, source_text: str,
     allowed = resolve_units(units)
     if answer is None:
         return CheckResult.skipped("no answer: retrieval-only case")
-    expected = {q for q in _scan(expected_answer or "") if q.unit in allowed}
-    found = {q for q in _scan(answer) if q.unit in allowed}
+    expected = {q for q in _quantities(expected_answer or "") if q.unit in allowed}
+    found = {q for q in _quantities(answer) if q.unit in allowed}
     if not expected and not found:
         return CheckResult.skipped("no numbers")
-    in_source = {q for q in _scan(source_text or "") if q.unit in allowed}
+    in_source = {q for q in _quantities(source_text or "") if q.unit in allowed}
     missing = expected - found
     outside = found - in_source
     details = {"expected": _listing(expected), "found": _listing(found),

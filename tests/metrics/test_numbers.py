@@ -372,3 +372,29 @@ def test_bad_unit_names(names, message):
 def test_bad_unit_names_rejected_by_check_numbers_even_without_answer():
     with pytest.raises(ValueError, match="valid unit names are"):
         check_numbers(None, "7 ngày", "7 ngày", units=["fortnight"])
+
+
+# --- digits that are not decimal digits (review: "0.02²" raised decimal.InvalidOperation) -------
+
+@pytest.mark.parametrize("text,expected", [
+    ("0.02²", []),                                # a superscript is a mark, not a digit of the number
+    ("diện tích 5 m³", []),
+    ("① Trả trong 7 ngày", ["7 ngày"]),           # a circled list number is not a quantity
+    ("trong 7 ngày¹ kể từ ngày nhận", ["7 ngày"]),  # a footnote mark ends the unit, it does not hide it
+    ("$²", []),
+    ("٣ ngày", ["3 ngày"]),                        # Arabic-Indic digits are decimal digits
+])
+def test_digits_that_are_not_decimal_digits(text, expected):
+    assert [str(q) for q in extract_quantities(text)] == expected
+
+
+def test_check_numbers_on_an_answer_with_superscripts_and_circled_digits():
+    result = check_numbers("① Đổi trong 7 ngày² ③", "Trong 7 ngày.", "Khách được đổi trong 7 ngày.")
+    assert result.passed and result.details["found"] == ["7 ngày"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("0123456789.,$ -²³¹⁰⁴①⑳❶٣３ngàyđồk%")), max_size=24))
+def test_any_mix_of_digit_like_characters_reads_without_error(text):
+    for q in extract_quantities(text):
+        assert q.unit in UNITS
