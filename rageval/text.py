@@ -13,6 +13,7 @@ import re
 import unicodedata
 
 _TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+_WORD = re.compile(r"\w+", re.UNICODE)
 _SPACE = re.compile(r"\s+")
 # A sentence ends at . ! ? … or a newline; "30.000" and "v1.2" are not ends (a digit follows).
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+(?=\S)|\n+")
@@ -45,6 +46,12 @@ def fold(text: str) -> str:
     (A translate table, not per-character Unicode look-ups: this sits on every hot path.)
     """
     return _SPACE.sub(" ", text.casefold().translate(_FOLD)).strip()
+
+
+def folded_words(text: str) -> list[str]:
+    """The words (runs of letters/digits) of the folded text: "Đổi trả, 7 ngày" -> ["doi", "tra",
+    "7", "ngay"]. What retrieval, the extractive generator and the leak check compare."""
+    return _WORD.findall(fold(text))
 
 
 def tokenize(text: str) -> list[str]:

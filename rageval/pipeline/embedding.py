@@ -22,7 +22,8 @@ zero row: cosine 0 to everything, never NaN.
 from __future__ import annotations
 
 import hashlib
-import re
+import itertools
+import threading
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -30,7 +31,7 @@ import numpy as np
 
 from rageval.config import EmbeddingConfig
 from rageval.errors import ConfigError, ModelError, did_you_mean
-from rageval.text import fold
+from rageval.text import folded_words
 
 __all__ = [
     "Embedder",
@@ -100,10 +101,10 @@ def _as_text_list(texts: Sequence[str], who: str) -> list[str]:
 
 # --- local: hashed n-grams, TF-IDF ----------------------------------------------------------
 
-_WORD = re.compile(r"\w+", re.UNICODE)
 _CHAR_NGRAMS = (3, 4, 5)
-_LOCAL_BATCH = 512          # documents per bincount; bounds the dense count matrix's memory
-_MEMO_LIMIT = 500_000       # entries per memo before it is cleared (a memo never changes results)
+_BATCH_TEXTS = 512          # texts per dense (batch, dim) block
+_BATCH_WORDS = 1 << 17      # and at most this many words, which bounds the gathered feature arrays
+_MEMO_LIMIT = 500_000       # distinct tokens remembered before the memo starts over
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
@@ -125,6 +126,45 @@ def _pair_hash64(left: np.ndarray, right: np.ndarray) -> np.ndarray:
     return x
 
 
+class _Column:
+    """A numpy array that grows by appending (capacity doubles), for the vocabulary's tables."""
+
+    def __init__(self, dtype: type) -> None:
+        self._data = np.empty(1024, dtype=dtype)
+        self.size = 0
+
+    def extend(self, values: Sequence[int]) -> None:
+        need = self.size + len(values)
+        if need > len(self._data):
+            grown = np.empty(max(need, 2 * len(self._data)), dtype=self._data.dtype)
+            grown[:self.size] = self._data[:self.size]
+            self._data = grown
+        self._data[self.size:need] = values
+        self.size = need
+
+    @property
+    def values(self) -> np.ndarray:
+        return self._data[:self.size]
+
+
+class _Features:
+    """The featurised form of some texts: the vocabulary index of every word, text after text."""
+
+    def __init__(self, word_ids: np.ndarray, n_words: np.ndarray) -> None:
+        self.word_ids, self.n_words = word_ids, n_words
+        self.word_start = np.concatenate([[0], np.cumsum(n_words)]).astype(np.int64)
+
+    def batches(self):
+        """(first text, last text + 1) of consecutive batches of at most _BATCH_TEXTS texts and
+        (unless one text alone is longer) _BATCH_WORDS words."""
+        n, start, ws = len(self.n_words), 0, self.word_start
+        while start < n:
+            stop = min(n, start + _BATCH_TEXTS)
+            stop = max(start + 1, min(stop, int(np.searchsorted(ws, ws[start] + _BATCH_WORDS, "right")) - 1))
+            yield start, stop
+            start = stop
+
+
 class LocalEmbedder:
     """Hashed word unigrams + word bigrams + character 3–5-grams, sublinear TF × smooth IDF.
 
@@ -142,6 +182,12 @@ class LocalEmbedder:
     over the N corpus texts; a bucket no corpus text used gets ``ln(1 + N) + 1``, the largest idf.
     Rows are L2-normalised. Everything is integer counting plus float64 arithmetic in a fixed
     order, so the bytes are identical across processes, ``PYTHONHASHSEED`` values and runs.
+
+    How it is fast: Python only splits each text into words and maps each word to its index in a
+    growing vocabulary; a word's buckets and hash are computed once, when it is first seen, and
+    kept in flat arrays. Counting a batch of texts is then array gathering and one ``bincount``.
+    ``fit`` keeps the corpus's word indices, so ``embed_documents`` of the same texts does not
+    read them again.
     """
 
     deterministic = True
@@ -152,84 +198,105 @@ class LocalEmbedder:
         self.dim = dim
         self.name = "local:hashed-ngrams-v1"
         self._idf: np.ndarray | None = None
-        # Memos (pure functions of their key): whitespace token -> folded words,
-        # folded word -> (64-bit word hash for pairs, buckets of the word and its n-grams).
-        self._token_memo: dict[str, tuple[str, ...]] = {}
-        self._word_memo: dict[str, tuple[int, tuple[int, ...]]] = {}
+        self._lock = threading.Lock()      # the vocabulary grows; the app may embed from threads
+        self._vocab: dict[str, int] = {}
+        self._gram_bucket: dict[str, int] = {}
+        self._token_memo: dict[str, tuple[int, ...]] = {}   # token -> vocabulary indices of its words
+        self._word_hash = _Column(np.uint64)     # per word: its 64-bit hash, for word pairs
+        self._feat_end = _Column(np.int64)       # per word: end of its buckets in _feat
+        self._feat = _Column(np.int32)           # buckets of the word and its n-grams, word after word
+        self._fitted: tuple[list[str], _Features, np.ndarray] | None = None
 
     # features ---------------------------------------------------------------------------------
 
-    def _words(self, token: str) -> tuple[str, ...]:
-        """Folded words of one whitespace-free token; equals splitting the folded whole text,
-        because folding works character by character and whitespace is never part of a word."""
-        memo = self._token_memo
-        hit = memo.get(token)
-        if hit is None:
-            hit = tuple(_WORD.findall(fold(token)))
-            if len(memo) >= _MEMO_LIMIT:
-                memo.clear()
-            memo[token] = hit
-        return hit
-
-    def _word_features(self, word: str) -> tuple[int, tuple[int, ...]]:
-        memo = self._word_memo
-        hit = memo.get(word)
-        if hit is None:
-            dim = self.dim
+    def _add_words(self, words: Sequence[str]) -> None:
+        """Buckets and pair hash of words new to the vocabulary (in vocabulary order)."""
+        dim, grams = self.dim, self._gram_bucket
+        buckets: list[int] = []
+        ends: list[int] = []
+        for word in words:
             padded = f" {word} "
-            ids = [_hash64("w:" + word) % dim]
+            buckets.append(_hash64("w:" + word) % dim)
             for n in _CHAR_NGRAMS:
                 for i in range(len(padded) - n + 1):
-                    ids.append(_hash64("c:" + padded[i:i + n]) % dim)
-            hit = (_hash64("b:" + word), tuple(ids))
-            if len(memo) >= _MEMO_LIMIT:
-                memo.clear()
-            memo[word] = hit
-        return hit
+                    gram = padded[i:i + n]
+                    b = grams.get(gram)
+                    if b is None:
+                        b = grams[gram] = _hash64("c:" + gram) % dim
+                    buckets.append(b)
+            ends.append(self._feat.size + len(buckets))
+        self._word_hash.extend([_hash64("b:" + w) for w in words])
+        self._feat.extend(buckets)
+        self._feat_end.extend(ends)
 
-    def _counts(self, texts: list[str]) -> np.ndarray:
-        """(len(texts), dim) float64 raw feature counts per bucket."""
-        n, dim = len(texts), self.dim
-        flat: list[int] = []            # unigram + n-gram buckets, all texts
-        flat_len: list[int] = []        # how many of them per text
-        hashes: list[int] = []          # word hashes, all texts, in order
-        n_words: list[int] = []         # words per text
-        words_of, features_of = self._words, self._word_features
-        for text in texts:
-            start, start_words = len(flat), len(hashes)
-            for token in text.split():
-                for word in words_of(token):
-                    h, ids = features_of(word)
-                    hashes.append(h)
-                    flat.extend(ids)
-            flat_len.append(len(flat) - start)
-            n_words.append(len(hashes) - start_words)
-        rows = np.repeat(np.arange(n, dtype=np.int64), flat_len)
-        ids = np.asarray(flat, dtype=np.int64)
-        if len(hashes) > 1:
-            h = np.asarray(hashes, dtype=np.uint64)
-            word_row = np.repeat(np.arange(n, dtype=np.int64), n_words)
+    def _featurise(self, texts: list[str]) -> _Features:
+        """Vocabulary indices of the words of ``texts``. A whitespace-separated token's words are
+        the same wherever it occurs (folding works character by character and whitespace is never
+        part of a word), so each distinct token is folded and split once."""
+        with self._lock:
+            vocab, memo = self._vocab, self._token_memo
+            known = len(vocab)
+            ids: list[int] = []
+            n_words: list[int] = []
+            get, add = memo.get, vocab.setdefault
+            for text in texts:
+                tokens = text.split()
+                parts = [get(t) for t in tokens]
+                if None in parts:
+                    if len(memo) > _MEMO_LIMIT:
+                        memo.clear()
+                    for i, part in enumerate(parts):
+                        if part is None:
+                            part = parts[i] = memo[tokens[i]] = tuple(
+                                add(w, len(vocab)) for w in folded_words(tokens[i]))
+                start = len(ids)
+                ids.extend(itertools.chain.from_iterable(parts))
+                n_words.append(len(ids) - start)
+            if len(vocab) > known:
+                self._add_words(list(itertools.islice(vocab, known, None)))
+        return _Features(np.asarray(ids, dtype=np.int64), np.asarray(n_words, dtype=np.int64))
+
+    def _counts(self, features: _Features, start: int, stop: int) -> np.ndarray:
+        """(stop - start, dim) int64 raw feature counts per bucket of texts start..stop-1."""
+        n, dim = stop - start, self.dim
+        lo, hi = features.word_start[start], features.word_start[stop]
+        ids = features.word_ids[lo:hi]
+        word_row = np.repeat(np.arange(n, dtype=np.int64), features.n_words[start:stop])
+        feat_end = self._feat_end.values
+        ends = feat_end[ids]
+        lengths = ends - np.where(ids > 0, feat_end[ids - 1], 0)
+        # position of every bucket of every word occurrence in the flat bucket table
+        first = np.cumsum(lengths) - lengths
+        pos = np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(ends - lengths - first, lengths)
+        rows = np.repeat(word_row, lengths)
+        buckets = self._feat.values[pos].astype(np.int64)
+        if len(ids) > 1:
+            h = self._word_hash.values[ids]
             same_text = word_row[:-1] == word_row[1:]
             pair_ids = (_pair_hash64(h[:-1][same_text], h[1:][same_text]) % np.uint64(dim)).astype(np.int64)
             rows = np.concatenate([rows, word_row[:-1][same_text]])
-            ids = np.concatenate([ids, pair_ids])
-        counts = np.bincount(rows * dim + ids, minlength=n * dim)
-        return counts.reshape(n, dim).astype(np.float64)
-
-    def _batches(self, texts: list[str]):
-        for start in range(0, len(texts), _LOCAL_BATCH):
-            yield start, self._counts(texts[start:start + _LOCAL_BATCH])
+            buckets = np.concatenate([buckets, pair_ids])
+        return np.bincount(rows * dim + buckets, minlength=n * dim).reshape(n, dim)
 
     # Embedder API -----------------------------------------------------------------------------
 
     def fit(self, corpus_texts: Sequence[str]) -> None:
-        """Learn the IDF of every bucket from the corpus (the chunk texts). Replaces any earlier fit."""
+        """Learn the IDF of every bucket from the corpus (the chunk texts). Replaces any earlier fit.
+
+        The raw counts are kept (float32 holds them exactly) in the array :meth:`embed_documents`
+        of the same texts then weighs, normalises and returns: the corpus is counted once."""
         texts = _as_text_list(corpus_texts, "LocalEmbedder.fit")
+        self._fitted = None
+        features = self._featurise(texts)
+        counts = np.empty((len(texts), self.dim), dtype=np.float32)
         df = np.zeros(self.dim, dtype=np.int64)
-        for _, counts in self._batches(texts):
-            df += (counts > 0).sum(axis=0)
+        for start, stop in features.batches():
+            block = self._counts(features, start, stop)
+            df += (block > 0).sum(axis=0)
+            counts[start:stop] = block
         n_docs = len(texts)
         self._idf = np.log((1.0 + n_docs) / (1.0 + df)) + 1.0
+        self._fitted = (texts, features, counts)
 
     def _embed(self, texts: Sequence[str], who: str) -> np.ndarray:
         if self._idf is None:
@@ -238,12 +305,19 @@ class LocalEmbedder:
                 "IDF weights from the corpus"
             )
         items = _as_text_list(texts, f"LocalEmbedder.{who}")
-        out = np.zeros((len(items), self.dim), dtype=np.float32)
-        for start, counts in self._batches(items):
-            tf = np.zeros_like(counts)
+        fitted, self._fitted = self._fitted, None       # the fitted counts are handed over once
+        reuse = fitted is not None and fitted[0] == items
+        if reuse:
+            features, out = fitted[1], fitted[2]
+        else:
+            features = self._featurise(items)
+            out = np.empty((len(items), self.dim), dtype=np.float32)
+        for start, stop in features.batches():
+            counts = (out[start:stop] if reuse else self._counts(features, start, stop)).astype(np.float64)
             seen = counts > 0
-            tf[seen] = 1.0 + np.log(counts[seen])
-            out[start:start + len(counts)] = _normalise_rows(tf * self._idf)
+            tf = np.zeros_like(counts)
+            tf[seen] = 1.0 + np.log(counts[seen])   # as written: a masked np.log may round differently
+            out[start:stop] = _normalise_rows(tf * self._idf)
         return out
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:

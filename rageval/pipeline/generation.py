@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -53,6 +54,14 @@ def _words(text: str) -> list[str]:
 
 
 class ExtractiveGenerator:
+    """Copies the context sentences that best cover the question's words.
+
+    Every sum over a set of terms is :func:`math.fsum` (exact, so independent of the set's
+    iteration order and hence of ``PYTHONHASHSEED``); ties are broken by position. A chunk's
+    sentences and their terms are read once per process (:func:`_chunk_sentences`), not once per
+    case that retrieves it.
+    """
+
     deterministic = True
 
     def __init__(self, max_sentences: int = 2, min_coverage: float = 0.2) -> None:
@@ -60,20 +69,13 @@ class ExtractiveGenerator:
         self.name = f"extractive:{max_sentences}"
 
     def generate(self, question: str, chunks: Sequence[Retrieved], *, case_id: str, fresh: bool = False) -> Generated:
-        candidates: list[tuple[int, str, set[str]]] = []
+        candidates: list[tuple[int, str, frozenset[str]]] = []
         origin: list[str] = []  # chunk index + section heading each sentence came from
         for ci, chunk in enumerate(chunks):
-            section = f"{ci}:"
-            for line in chunk.text.splitlines():
-                heading = _HEADING_LINE.match(line.strip())
-                if heading:
-                    section = f"{ci}:{heading.group(0)}"
-                if not line.strip() or heading:
-                    continue
-                for sent in sentences(line.lstrip("-*• ").strip()):
-                    candidates.append((len(candidates), sent, set(_words(sent)) | _bigrams(sent)))
-                    origin.append(section)
-        q_terms = set(_words(question)) | _bigrams(question)
+            for heading, sent, terms in _chunk_sentences(chunk.text):
+                candidates.append((len(candidates), sent, terms))
+                origin.append(f"{ci}:{heading}")
+        q_terms = _terms(question)
         if not candidates or not q_terms:
             return Generated(DECLINE)
         df: dict[str, int] = {}
@@ -82,11 +84,11 @@ class ExtractiveGenerator:
                 df[t] = df.get(t, 0) + 1
         n = len(candidates)
         idf = {t: math.log(1 + n / max(df.get(t, 1), 1)) for t in q_terms}  # unseen words weigh as the rarest seen
-        unigrams = {t for t in q_terms if "_" not in t}
-        total = sum(idf[t] for t in unigrams) or 1.0
+        unigrams = frozenset(t for t in q_terms if "_" not in t)
+        total = math.fsum(idf[t] for t in unigrams) or 1.0
         # coverage: IDF share of the question's words a sentence contains; bigrams break ties.
-        scored = sorted(((sum(idf[t] for t in terms & unigrams) / total,
-                          sum(idf[t] for t in terms & q_terms), -pos, sent)
+        scored = sorted(((math.fsum(idf[t] for t in terms & unigrams) / total,
+                          math.fsum(idf[t] for t in terms & q_terms), -pos, sent)
                          for pos, sent, terms in candidates), reverse=True)
         if scored[0][0] < self.min_coverage:
             return Generated(DECLINE)
@@ -97,9 +99,26 @@ class ExtractiveGenerator:
         return Generated(" ".join(s[3] for s in best))
 
 
-def _bigrams(text: str) -> set[str]:
+def _terms(text: str) -> frozenset[str]:
+    """Folded content words and adjacent-word pairs (``"doi_tra"``) of a text."""
     words = _words(text)
-    return {f"{a}_{b}" for a, b in zip(words, words[1:], strict=False)}
+    return frozenset(words).union(f"{a}_{b}" for a, b in zip(words, words[1:], strict=False))
+
+
+@functools.lru_cache(maxsize=32768)
+def _chunk_sentences(text: str) -> tuple[tuple[str, str, frozenset[str]], ...]:
+    """(section heading, sentence, terms) of each sentence of a chunk text, in order. Heading
+    lines ("DT-1 Thời hạn") name the section of the sentences below them and are not sentences."""
+    out = []
+    section = ""
+    for line in text.splitlines():
+        heading = _HEADING_LINE.match(line.strip())
+        if heading:
+            section = heading.group(0)
+        if not line.strip() or heading:
+            continue
+        out.extend((section, sent, _terms(sent)) for sent in sentences(line.lstrip("-*• ").strip()))
+    return tuple(out)
 
 
 class ChatGenerator:

@@ -33,7 +33,7 @@ class BuiltinApp:
         self.embedder = make_embedder(cfg.embedding, client)
         texts = [c.text for c in self.chunks]
         self.embedder.fit(texts)
-        self.index = VectorIndex(self.embedder.embed_documents(texts), [c.id for c in self.chunks])
+        self.index = VectorIndex(self.embedder.embed_documents(texts), [c.id for c in self.chunks], copy=False)
         self.generator: Generator | None = make_generator(cfg, client)
         self.deterministic = bool(self.embedder.deterministic and (self.generator is None or self.generator.deterministic))
         self.name = f"builtin:{self.embedder.name}+{self.generator.name if self.generator else 'none'}"
