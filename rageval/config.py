@@ -43,7 +43,7 @@ class AppConfig:
     path: Path | None = setting(None, "path")                # replay: JSONL of traces
     command: tuple[str, ...] | None = setting(None, "command")  # command: argv, JSON lines on stdin/stdout
     url: str | None = setting(None, "url")                   # http: POST each case here
-    timeout_s: float = setting(60.0, "nonneg")
+    timeout_s: float = setting(60.0, "positive")                # per case: the whole request, not per read
     concurrency: int = setting(4, "posint")
     headers: dict[str, str] = setting(kind="headers", factory=dict)  # http: extra headers; values may be ${ENV}
 
@@ -94,7 +94,7 @@ class LLMConfig:
     base_url: str | None = setting(None, "url")              # default: $OPENAI_BASE_URL, else the client's default
     api_key_env: str = setting("OPENAI_API_KEY", "str")
     concurrency: int = setting(4, "posint")
-    timeout_s: float = setting(60.0, "nonneg")
+    timeout_s: float = setting(60.0, "positive")
     max_retries: int = setting(4, "nonnegint")
     cache_dir: Path | None = setting(None, "path")           # the reader's default: .rageval-cache/ beside the config
     max_cost_usd: float | None = setting(None, "nonneg")
@@ -125,6 +125,10 @@ class GateConfig:
     errors: str = setting("fail", "choice", choices=("fail", "ignore"))  # for cases whose App call errored
     significance: float | None = setting(None, "rate")                  # block drops only when p < this
     min_slice_cases: int = setting(3, "posint")                          # fewer in a gated slice -> insufficient_data
+    # a golden version change is compared on the cases it left unchanged; fewer than this many (or
+    # than half of the PR's cases) and the run is not comparable
+    min_common_cases: int = setting(10, "posint")
+    not_comparable: str = setting("pass", "choice", choices=("pass", "fail"))  # fail: block what cannot be compared
 
 
 @dataclass(frozen=True)
@@ -245,9 +249,9 @@ MSG_LEAK_FILE = "{path}{where}: golden_checks.leak_files: {p} not found (paths a
 
 #: The kinds ``_Reader.typed`` checks itself, with what the message says they must be.
 _EXPECTED = {"int": "an integer", "posint": "an integer ≥ 1", "nonnegint": "an integer ≥ 0",
-             "nonneg": "a number ≥ 0", "rate": "a number between 0 and 1",
+             "nonneg": "a number ≥ 0", "positive": "a number > 0", "rate": "a number between 0 and 1",
              "str": "a non-empty string", "optstr": "a string or null", "bool": "true or false"}
-_NUMBERS = ("nonneg", "rate")
+_NUMBERS = ("nonneg", "positive", "rate")
 
 
 def _keys(cls: type) -> tuple[str, ...]:
@@ -308,7 +312,7 @@ class _Reader:
         if number and kind in _NUMBERS and not finite(value):
             raise self.fail(MSG_TYPE, dotted, key=dotted, expected="a finite number", got=value)
         ok = {"int": integer, "posint": integer and value >= 1, "nonnegint": integer and value >= 0,
-              "nonneg": number and value >= 0, "rate": number and 0 <= value <= 1,
+              "nonneg": number and value >= 0, "positive": number and value > 0, "rate": number and 0 <= value <= 1,
               "str": isinstance(value, str) and value != "", "bool": isinstance(value, bool),
               "optstr": value is None or (isinstance(value, str) and value != "")}[kind]
         if not ok:

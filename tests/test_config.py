@@ -123,7 +123,7 @@ def _number_keys():
 
     from rageval.config import _SECTIONS
     keys = [(f"{name}.{f.name}", f"{name}: {{{f.name}: VALUE}}\n")
-            for name, cls in _SECTIONS.items() for f in fields(cls) if f.metadata["kind"] in ("nonneg", "rate")]
+            for name, cls in _SECTIONS.items() for f in fields(cls) if f.metadata["kind"] in ("nonneg", "positive", "rate")]
     keys += [("gate.rerun.margin", "gate: {rerun: {margin: VALUE}}\n"),
              ("gate.floors.pass_rate", "gate: {floors: {pass_rate: VALUE}}\n"),
              ("gate.floors.context_tokens", "gate: {floors: {context_tokens: VALUE}}\n"),
@@ -183,3 +183,20 @@ def test_a_key_given_twice_is_an_error_not_the_last_one_winning(tmp_path, run_cl
     code, _, err = run_cli("validate", "--config", path, "--no-git")
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert f"ERROR {path}: line 4: key 'gate' appears twice (lines 3 and 4)" in err
+
+
+@pytest.mark.parametrize("text, message", [
+    ("llm: {concurrency: 0}\n", r"'llm.concurrency' must be an integer ≥ 1, got 0"),
+    ("llm: {max_retries: -1}\n", r"'llm.max_retries' must be an integer ≥ 0, got -1"),
+    ("llm: {timeout_s: 0}\n", r"'llm.timeout_s' must be a number > 0, got 0"),
+    ("app: {timeout_s: 0}\n", r"'app.timeout_s' must be a number > 0, got 0"),
+    ("gate: {errors: skip}\n", r"'gate.errors' must be one of fail, ignore"),
+    ("gate: {significance: 5.0}\n", r"'gate.significance' must be a number between 0 and 1"),
+    ("gate: {not_comparable: block}\n", r"'gate.not_comparable' must be one of pass, fail"),
+    ("gate: {min_common_cases: 0}\n", r"'gate.min_common_cases' must be an integer ≥ 1"),
+])
+def test_settings_the_model_client_and_the_gate_rely_on_are_checked_when_the_config_loads(tmp_path, text, message):
+    path = tmp_path / "rageval.yml"
+    path.write_text("golden: g.yaml\ncorpus: docs\n" + text, encoding="utf-8")
+    with pytest.raises(ConfigError, match=message):
+        load_config(path)
