@@ -44,7 +44,8 @@ from rageval.gate.golden_rules import with_golden_checks
 from rageval.gate.thresholds import Context, RerunFn, pipeline_of
 from rageval.gate.verdict import Reason, Verdict, freeze
 from rageval.metrics.aggregate import recomputed, summarize
-from rageval.results import CaseResult, RunResult
+from rageval.golden.set import Case
+from rageval.results import CaseResult, CheckResult, RunResult
 
 MAX_IDS_IN_MESSAGE = 10
 
@@ -278,17 +279,44 @@ def narrow_baseline(baseline: RunResult, case_ids: Sequence[str]) -> RunResult:
                             golden=replace(baseline.golden, narrowed_to=len(kept)))
 
 
-def decide(cfg: Config, baseline: RunResult | None, candidate: RunResult, *, subset_ids: Sequence[str],
-           rerun: RerunFn | None = None, gate_judge: bool = True) -> tuple[Verdict, RunResult | None]:
+MSG_UNANSWERED = "the candidate has no result for this case (it is in the golden set the PR runs)"
+
+
+def completed(candidate: RunResult, expected: Sequence[Case]) -> RunResult:
+    """``candidate`` plus a failing case for every expected golden case it lacks: a case the
+    candidate does not answer is a failure, never a case less."""
+    have = candidate.case_map
+    missing = [CaseResult(id=c.id, question=c.question, expected_answer=c.expected_answer,
+                          expected_sections=tuple(c.expected_sections), slice=dict(c.slice), tags=tuple(c.tags),
+                          out_of_scope=c.out_of_scope, checks={"answered": CheckResult.fail(MSG_UNANSWERED)})
+               for c in expected if c.id not in have]
+    if not missing:
+        return candidate
+    return candidate.replace(cases=candidate.cases + tuple(missing))
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The verdict, and the two runs exactly as compared (completed, narrowed, re-derived)."""
+
+    verdict: Verdict
+    baseline: RunResult | None
+    candidate: RunResult
+
+
+def decide(cfg: Config, baseline: RunResult | None, candidate: RunResult, *, expected: Sequence[Case],
+           rerun: RerunFn | None = None, gate_judge: bool = True) -> Decision:
     """Gate ``candidate`` the way both `rageval gate` and the Action do.
 
-    Main's baseline may cover the whole golden set while a PR runs a subset: it is narrowed to
-    ``subset_ids`` first (a subset case the candidate lacks still counts as missing).
-    ``gate_judge=False`` leaves judge_pass ungated (the judge's measured agreement is too low).
-    Returns the verdict and the baseline as compared.
+    ``expected`` are the golden cases the PR runs: any the candidate lacks count as failing cases,
+    and main's baseline (which may cover the whole golden set) is narrowed to them. Verdicts are
+    re-derived from the checks and summaries from the cases. ``gate_judge=False`` leaves
+    judge_pass ungated (the judge's measured agreement is too low).
     """
+    ids = [c.id for c in expected]
+    candidate = recomputed(completed(candidate, expected))
     if baseline is not None:
-        baseline = narrow_baseline(baseline, subset_ids)
+        baseline = recomputed(narrow_baseline(baseline, ids))
     gate_cfg = cfg.gate if gate_judge else without_judge(cfg.gate)
     verdict = evaluate(baseline, candidate, gate_cfg, rerun=rerun)
-    return with_golden_checks(verdict, cfg, baseline, candidate), baseline
+    return Decision(with_golden_checks(verdict, cfg, baseline, candidate), baseline, candidate)
