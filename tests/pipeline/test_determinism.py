@@ -2,9 +2,9 @@
 whatever the process's hash seed.
 
 - The builtin app's per-case results on the demo (both configs) and on the seed incident's
-  policy match those rageval 0.1.0 computed (tests/data/reference-0.1.0/builtin-results.json,
-  made with :func:`capture` at commit 52d7968): retrieved chunks and scores, first relevant
-  ranks, metrics, answers, verdicts.
+  policy match those the engine computed before it was made fast (made with :func:`capture` on
+  main at commit 3a91833: tests/data/engine-reference/builtin-results.json): retrieved chunks and
+  scores, first relevant ranks, metrics, answers, verdicts.
 - `rageval run` on the demo under two PYTHONHASHSEED values writes the same RunResult, byte for
   byte once the clock (created_at, timings, latencies) is left out.
 - The extractive generator breaks exact ties by position, never by set iteration order.
@@ -27,7 +27,7 @@ from rageval.pipeline.runner import prepare
 from rageval.results import Retrieved
 
 ROOT = Path(__file__).resolve().parents[2]
-REFERENCE = ROOT / "tests" / "data" / "reference-0.1.0" / "builtin-results.json"
+REFERENCE = ROOT / "tests" / "data" / "engine-reference" / "builtin-results.json"
 
 
 def capture(cfg_path: Path, subset: str | None = None) -> dict:
@@ -46,7 +46,7 @@ def reference() -> dict:
 
 
 @pytest.mark.parametrize("config", ["rageval.yml", "rageval-800.yml"])
-def test_demo_results_are_those_of_release_0_1_0(reference, config):
+def test_demo_results_are_those_of_the_engine_before(reference, config):
     now = capture(ROOT / "examples" / "banhang" / config)
     before = reference[f"banhang/{config}"]
     assert now["summary"] == before["summary"]
@@ -56,7 +56,7 @@ def test_demo_results_are_those_of_release_0_1_0(reference, config):
 
 
 @pytest.mark.parametrize("size", [30, 80])
-def test_seed_incident_builtin_results_are_those_of_release_0_1_0(reference, tmp_path, size):
+def test_seed_incident_builtin_results_are_those_of_the_engine_before(reference, tmp_path, size):
     seed_data.write_project(tmp_path)
     cfg = tmp_path / f"builtin-{size}.yml"
     cfg.write_text(f"golden: golden.json\ncorpus: corpus.yaml\nchunking: {{size: {size}}}\n"
