@@ -67,6 +67,7 @@ class RetrievalConfig:
     top_k: int = setting(5, "posint")                        # when not given: the largest k
     k: tuple[int, ...] = setting((1, 3, 5), "ints", nonempty=True)
     token_budgets: tuple[int, ...] = setting((), "ints")
+    mode: str = setting("dense", "choice", choices=("dense", "bm25", "hybrid"))  # hybrid: reciprocal-rank fusion
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,6 @@ zero row: cosine 0 to everything, never NaN.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import threading
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -31,7 +30,8 @@ import numpy as np
 
 from rageval.config import EmbeddingConfig
 from rageval.errors import ConfigError, ModelError, did_you_mean
-from rageval.text import folded_words
+from rageval.pipeline.index import SparseRows
+from rageval.pipeline.lexical import Vocabulary, Words
 
 __all__ = [
     "Embedder",
@@ -39,6 +39,7 @@ __all__ = [
     "OpenAIEmbedder",
     "E5Embedder",
     "make_embedder",
+    "document_rows",
     "PROVIDERS",
     "E5_MODELS",
 ]
@@ -104,7 +105,6 @@ def _as_text_list(texts: Sequence[str], who: str) -> list[str]:
 _CHAR_NGRAMS = (3, 4, 5)
 _BATCH_TEXTS = 512          # texts per dense (batch, dim) block
 _BATCH_WORDS = 1 << 17      # and at most this many words, which bounds the gathered feature arrays
-_MEMO_LIMIT = 500_000       # distinct tokens remembered before the memo starts over
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
@@ -127,7 +127,7 @@ def _pair_hash64(left: np.ndarray, right: np.ndarray) -> np.ndarray:
 
 
 class _Column:
-    """A numpy array that grows by appending (capacity doubles), for the vocabulary's tables."""
+    """A numpy array that grows by appending (capacity doubles), for the word feature tables."""
 
     def __init__(self, dtype: type) -> None:
         self._data = np.empty(1024, dtype=dtype)
@@ -147,22 +147,10 @@ class _Column:
         return self._data[:self.size]
 
 
-class _Features:
-    """The featurised form of some texts: the vocabulary index of every word, text after text."""
-
-    def __init__(self, word_ids: np.ndarray, n_words: np.ndarray) -> None:
-        self.word_ids, self.n_words = word_ids, n_words
-        self.word_start = np.concatenate([[0], np.cumsum(n_words)]).astype(np.int64)
-
-    def batches(self):
-        """(first text, last text + 1) of consecutive batches of at most _BATCH_TEXTS texts and
-        (unless one text alone is longer) _BATCH_WORDS words."""
-        n, start, ws = len(self.n_words), 0, self.word_start
-        while start < n:
-            stop = min(n, start + _BATCH_TEXTS)
-            stop = max(start + 1, min(stop, int(np.searchsorted(ws, ws[start] + _BATCH_WORDS, "right")) - 1))
-            yield start, stop
-            start = stop
+def _count_type(block: np.ndarray) -> type:
+    """The smallest unsigned integer type that holds every count of ``block``."""
+    top = int(block.max()) if block.size else 0
+    return np.uint8 if top <= 0xFF else np.uint16 if top <= 0xFFFF else np.uint32
 
 
 class LocalEmbedder:
@@ -183,39 +171,52 @@ class LocalEmbedder:
     Rows are L2-normalised. Everything is integer counting plus float64 arithmetic in a fixed
     order, so the bytes are identical across processes, ``PYTHONHASHSEED`` values and runs.
 
-    How it is fast: Python only splits each text into words and maps each word to its index in a
-    growing vocabulary; a word's buckets and hash are computed once, when it is first seen, and
-    kept in flat arrays. Counting a batch of texts is then array gathering and one ``bincount``.
-    ``fit`` keeps the corpus's word indices, so ``embed_documents`` of the same texts does not
-    read them again.
+    How it is fast: Python only splits each text into tokens and looks each token up in a
+    :class:`~rageval.pipeline.lexical.Vocabulary` (which may be shared with a BM25 index); a word's
+    buckets and hash are computed once, when it is first seen, and kept in flat arrays; counting a
+    batch of texts is array gathering and one ``bincount``. :meth:`fit` keeps the corpus's counts
+    (non-zero entries only, in the smallest integer type), and :meth:`embed_document_rows` of the
+    same texts weighs those: the corpus is read and counted once. Rows come out as
+    :class:`~rageval.pipeline.index.SparseRows` (about 35 % of the buckets of a chunk are used);
+    :meth:`embed_documents` and :meth:`embed_queries` return them dense.
     """
 
     deterministic = True
 
-    def __init__(self, dim: int = 2048) -> None:
+    def __init__(self, dim: int = 2048, vocabulary: Vocabulary | None = None) -> None:
         if isinstance(dim, bool) or not isinstance(dim, int) or dim < 16:
             raise ConfigError(BAD_DIM.format(value=dim))
         self.dim = dim
         self.name = "local:hashed-ngrams-v1"
+        self.vocabulary = vocabulary or Vocabulary()
         self._idf: np.ndarray | None = None
-        self._lock = threading.Lock()      # the vocabulary grows; the app may embed from threads
-        self._vocab: dict[str, int] = {}
+        self._lock = threading.Lock()      # the feature tables grow with the vocabulary
         self._gram_bucket: dict[str, int] = {}
-        self._token_memo: dict[str, tuple[int, ...]] = {}   # token -> vocabulary indices of its words
-        self._word_hash = _Column(np.uint64)     # per word: its 64-bit hash, for word pairs
-        self._feat_end = _Column(np.int64)       # per word: end of its buckets in _feat
-        self._feat = _Column(np.int32)           # buckets of the word and its n-grams, word after word
-        self._fitted: tuple[list[str], _Features, np.ndarray] | None = None
+        self._word_hash = _Column(np.uint64)     # per vocabulary word: its 64-bit hash, for word pairs
+        self._feat_start = _Column(np.int64)     # per vocabulary word: where its buckets start in _feat
+        self._feat_len = _Column(np.int64)       # per vocabulary word: how many buckets it has
+        self._feat = _Column(np.int64)           # buckets of the word and its n-grams, word after word
+        self._fitted: tuple[list[str], SparseRows] | None = None
 
     # features ---------------------------------------------------------------------------------
 
+    def _read(self, texts: list[str]) -> Words:
+        """The texts' words, with buckets for every word of the vocabulary."""
+        words = self.vocabulary.read(texts)
+        with self._lock:
+            known = self._feat_len.size
+            if len(self.vocabulary) > known:
+                self._add_words(self.vocabulary.words[known:])
+        return words
+
     def _add_words(self, words: Sequence[str]) -> None:
-        """Buckets and pair hash of words new to the vocabulary (in vocabulary order)."""
+        """Buckets and pair hash of words new to the feature tables (in vocabulary order)."""
         dim, grams = self.dim, self._gram_bucket
         buckets: list[int] = []
-        ends: list[int] = []
+        lengths: list[int] = []
         for word in words:
             padded = f" {word} "
+            before = len(buckets)
             buckets.append(_hash64("w:" + word) % dim)
             for n in _CHAR_NGRAMS:
                 for i in range(len(padded) - n + 1):
@@ -224,110 +225,98 @@ class LocalEmbedder:
                     if b is None:
                         b = grams[gram] = _hash64("c:" + gram) % dim
                     buckets.append(b)
-            ends.append(self._feat.size + len(buckets))
+            lengths.append(len(buckets) - before)
+        starts = np.cumsum([0, *lengths[:-1]], dtype=np.int64) + self._feat.size
         self._word_hash.extend([_hash64("b:" + w) for w in words])
+        self._feat_start.extend(starts)
+        self._feat_len.extend(lengths)
         self._feat.extend(buckets)
-        self._feat_end.extend(ends)
 
-    def _featurise(self, texts: list[str]) -> _Features:
-        """Vocabulary indices of the words of ``texts``. A whitespace-separated token's words are
-        the same wherever it occurs (folding works character by character and whitespace is never
-        part of a word), so each distinct token is folded and split once."""
-        with self._lock:
-            vocab, memo = self._vocab, self._token_memo
-            known = len(vocab)
-            ids: list[int] = []
-            n_words: list[int] = []
-            get, add = memo.get, vocab.setdefault
-            for text in texts:
-                tokens = text.split()
-                parts = [get(t) for t in tokens]
-                if None in parts:
-                    if len(memo) > _MEMO_LIMIT:
-                        memo.clear()
-                    for i, part in enumerate(parts):
-                        if part is None:
-                            part = parts[i] = memo[tokens[i]] = tuple(
-                                add(w, len(vocab)) for w in folded_words(tokens[i]))
-                start = len(ids)
-                ids.extend(itertools.chain.from_iterable(parts))
-                n_words.append(len(ids) - start)
-            if len(vocab) > known:
-                self._add_words(list(itertools.islice(vocab, known, None)))
-        return _Features(np.asarray(ids, dtype=np.int64), np.asarray(n_words, dtype=np.int64))
-
-    def _counts(self, features: _Features, start: int, stop: int) -> np.ndarray:
+    def _counts(self, words: Words, start: int, stop: int) -> np.ndarray:
         """(stop - start, dim) int64 raw feature counts per bucket of texts start..stop-1."""
         n, dim = stop - start, self.dim
-        lo, hi = features.word_start[start], features.word_start[stop]
-        ids = features.word_ids[lo:hi]
-        word_row = np.repeat(np.arange(n, dtype=np.int64), features.n_words[start:stop])
-        feat_end = self._feat_end.values
-        ends = feat_end[ids]
-        lengths = ends - np.where(ids > 0, feat_end[ids - 1], 0)
+        ids = words.ids[words.starts[start]:words.starts[stop]]
+        word_row = np.repeat(np.arange(n, dtype=np.int64), words.counts[start:stop])
+        begins, lengths = self._feat_start.values[ids], self._feat_len.values[ids]
         # position of every bucket of every word occurrence in the flat bucket table
         first = np.cumsum(lengths) - lengths
-        pos = np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(ends - lengths - first, lengths)
-        rows = np.repeat(word_row, lengths)
-        buckets = self._feat.values[pos].astype(np.int64)
+        pos = np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(begins - first, lengths)
+        keys = np.repeat(word_row * dim, lengths) + self._feat.values[pos]
         if len(ids) > 1:
             h = self._word_hash.values[ids]
             same_text = word_row[:-1] == word_row[1:]
             pair_ids = (_pair_hash64(h[:-1][same_text], h[1:][same_text]) % np.uint64(dim)).astype(np.int64)
-            rows = np.concatenate([rows, word_row[:-1][same_text]])
-            buckets = np.concatenate([buckets, pair_ids])
-        return np.bincount(rows * dim + buckets, minlength=n * dim).reshape(n, dim)
+            keys = np.concatenate([keys, word_row[:-1][same_text] * dim + pair_ids])
+        return np.bincount(keys, minlength=n * dim).reshape(n, dim)
+
+    def _weigh(self, per_row: np.ndarray, columns: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """Float32 values of the unit rows of sublinear TF × IDF, at the non-zero counts given row
+        by row. The arithmetic is that of the dense rows, in float64, so the bits are the same:
+        ``1 + ln(tf)`` of the counts in row order, times the IDF, divided by the row's norm as
+        ``np.linalg.norm`` computes it over the dense row (zeros included)."""
+        rows = np.repeat(np.arange(len(per_row)), per_row)
+        weights = (1.0 + np.log(counts.astype(np.float64))) * self._idf[columns]
+        dense = np.zeros((len(per_row), self.dim))
+        dense[rows, columns] = weights
+        norms = np.linalg.norm(dense, axis=1)
+        return (weights / norms[rows]).astype(np.float32)
 
     # Embedder API -----------------------------------------------------------------------------
 
     def fit(self, corpus_texts: Sequence[str]) -> None:
-        """Learn the IDF of every bucket from the corpus (the chunk texts). Replaces any earlier fit.
-
-        The raw counts are kept (float32 holds them exactly) in the array :meth:`embed_documents`
-        of the same texts then weighs, normalises and returns: the corpus is counted once."""
+        """Learn the IDF of every bucket from the corpus (the chunk texts). Replaces any earlier fit."""
         texts = _as_text_list(corpus_texts, "LocalEmbedder.fit")
         self._fitted = None
-        features = self._featurise(texts)
-        counts = np.empty((len(texts), self.dim), dtype=np.float32)
+        words = self._read(texts)
+        counts = SparseRows(self.dim)
         df = np.zeros(self.dim, dtype=np.int64)
-        for start, stop in features.batches():
-            block = self._counts(features, start, stop)
-            df += (block > 0).sum(axis=0)
-            counts[start:stop] = block
-        n_docs = len(texts)
-        self._idf = np.log((1.0 + n_docs) / (1.0 + df)) + 1.0
-        self._fitted = (texts, features, counts)
+        for start, stop in words.batches(_BATCH_TEXTS, _BATCH_WORDS):
+            block = self._counts(words, start, stop)
+            df += np.count_nonzero(block, axis=0)
+            counts.append(block, _count_type(block))
+        self._idf = np.log((1.0 + len(texts)) / (1.0 + df)) + 1.0
+        self._fitted = (texts, counts)
 
-    def _embed(self, texts: Sequence[str], who: str) -> np.ndarray:
+    def embed_document_rows(self, texts: Sequence[str]) -> SparseRows:
+        """Like :meth:`embed_documents`, as :class:`~rageval.pipeline.index.SparseRows`; after
+        :meth:`fit` of the same texts, from the counts fit kept (once: they are handed over)."""
+        return self._rows(texts, "embed_document_rows")
+
+    def _rows(self, texts: Sequence[str], who: str) -> SparseRows:
         if self._idf is None:
             raise RuntimeError(
                 f"LocalEmbedder.{who}: call fit(corpus_texts) first; the local embedder learns its "
                 "IDF weights from the corpus"
             )
         items = _as_text_list(texts, f"LocalEmbedder.{who}")
-        fitted, self._fitted = self._fitted, None       # the fitted counts are handed over once
-        reuse = fitted is not None and fitted[0] == items
-        if reuse:
-            features, out = fitted[1], fitted[2]
+        fitted, self._fitted = self._fitted, None
+        if fitted is not None and fitted[0] == items:
+            counts = fitted[1]
         else:
-            features = self._featurise(items)
-            out = np.empty((len(items), self.dim), dtype=np.float32)
-        for start, stop in features.batches():
-            counts = (out[start:stop] if reuse else self._counts(features, start, stop)).astype(np.float64)
-            seen = counts > 0
-            tf = np.zeros_like(counts)
-            tf[seen] = 1.0 + np.log(counts[seen])   # as written: a masked np.log may round differently
-            out[start:stop] = _normalise_rows(tf * self._idf)
+            counts = SparseRows(self.dim)
+            words = self._read(items)
+            for start, stop in words.batches(_BATCH_TEXTS, _BATCH_WORDS):
+                counts.append(self._counts(words, start, stop))
+        out = SparseRows(self.dim)
+        for _, per_row, columns, values in counts.blocks():
+            out.append_entries(per_row, columns, self._weigh(per_row, columns, values))
         return out
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        return self._embed(texts, "embed_documents")
+        return self._rows(texts, "embed_documents").dense()
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self._embed(texts, "embed_queries")
+        return self._rows(texts, "embed_queries").dense()
 
     def __repr__(self) -> str:
         return f"LocalEmbedder(dim={self.dim}, fitted={self._idf is not None})"
+
+
+def document_rows(embedder: Embedder, texts: Sequence[str]) -> np.ndarray | SparseRows:
+    """The documents' rows for a :class:`~rageval.pipeline.index.VectorIndex`: sparse where the
+    embedder can give them so (the local embedder), else its dense ``embed_documents``."""
+    sparse = getattr(embedder, "embed_document_rows", None)
+    return sparse(texts) if sparse is not None else embedder.embed_documents(texts)
 
 
 # --- openai-compatible ----------------------------------------------------------------------

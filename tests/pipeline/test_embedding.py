@@ -392,3 +392,35 @@ def test_make_unknown_provider_suggests():
 def test_make_e5(e5):
     emb = make_embedder(EmbeddingConfig(provider="e5"))
     assert isinstance(emb, E5Embedder) and emb.name == e5.name
+
+
+# --- LocalEmbedder: one featurisation, sparse rows, a shared vocabulary -----------------------
+
+def test_local_document_rows_are_the_dense_rows_kept_sparse(local):
+    fresh = LocalEmbedder()
+    fresh.fit(TEXTS)
+    rows = fresh.embed_document_rows(TEXTS)          # from the counts fit kept
+    assert rows.shape == (len(TEXTS), 2048)
+    assert np.array_equal(rows.dense(), local.embed_documents(TEXTS))
+    assert rows.nbytes < 0.6 * len(TEXTS) * 2048 * 4
+    again = fresh.embed_document_rows(TEXTS)         # handed over once: counted again, same values
+    assert np.array_equal(again.dense(), rows.dense())
+
+
+def test_local_words_first_seen_in_queries_do_not_change_documents(local):
+    before = local.embed_documents(TEXTS[:2])
+    local.embed_queries(["hoàn toàn mới: xyzzy plugh 2026"])
+    assert np.array_equal(local.embed_documents(TEXTS[:2]), before)
+
+
+def test_local_embedding_from_threads_is_the_same_as_in_one_thread():
+    from concurrent.futures import ThreadPoolExecutor
+    queries = [f"câu hỏi số {i} về đổi trả {i * 7} ngày và phí {i}.000 đồng" for i in range(64)]
+    one = LocalEmbedder()
+    one.fit(TEXTS)
+    want = one.embed_queries(queries)
+    shared = LocalEmbedder()
+    shared.fit(TEXTS)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        got = list(pool.map(lambda q: shared.embed_queries([q])[0], queries))
+    assert np.array_equal(np.stack(got), want)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from rageval.pipeline.index import VectorIndex
+from rageval.pipeline.index import SparseRows, VectorIndex
 
 S = 1 / math.sqrt(2)  # 0.7071067…
 
@@ -133,3 +133,46 @@ def test_bad_index_input(embeddings, ids, message):
 def test_bad_search_input(three, query, top_k, message):
     with pytest.raises(ValueError, match=message):
         three.search(query, top_k)
+
+
+# --- memory: no copy, sparse rows ------------------------------------------------------------
+
+def test_copy_false_keeps_the_callers_float32_array_and_scores_the_same():
+    rng = np.random.default_rng(1)
+    docs = rng.normal(size=(50, 8)).astype(np.float32)
+    queries = rng.normal(size=(9, 8)).astype(np.float32)
+    copied = VectorIndex(docs, [str(i) for i in range(50)]).search(queries, 6)
+    handed_over = docs.copy()
+    index = VectorIndex(handed_over, [str(i) for i in range(50)], copy=False)
+    assert index.search(queries, 6) == copied
+    assert np.shares_memory(index._rows.matrix, handed_over)                  # no second matrix
+    assert np.allclose(np.linalg.norm(handed_over, axis=1), 1.0, atol=1e-6)   # normalised in place
+
+
+def test_copy_false_with_another_dtype_still_converts():
+    docs = np.array([[3.0, 4.0]])                     # float64: cannot be kept as it is
+    VectorIndex(docs, ["a"], copy=False)
+    assert docs.tolist() == [[3.0, 4.0]]
+
+
+def test_sparse_rows_round_trip_and_give_bit_identical_scores():
+    rng = np.random.default_rng(2)
+    dense = rng.normal(size=(9000, 64)).astype(np.float32)
+    dense[rng.random(dense.shape) < 0.7] = 0.0
+    dense[5] = 0.0                                    # an empty row stays empty
+    rows = SparseRows(64)
+    for start in range(0, 9000, 700):                 # blocks that do not line up with 4,096
+        rows.append(dense[start:start + 700])
+    assert rows.shape == (9000, 64)
+    assert np.array_equal(rows.dense(), dense) and np.array_equal(rows.dense(650, 1450), dense[650:1450])
+    assert rows.nbytes < dense.nbytes * 0.6
+    queries = rng.normal(size=(300, 64)).astype(np.float32)
+    ids = [str(i) for i in range(9000)]
+    assert VectorIndex(rows, ids, copy=False).search(queries, 8) == VectorIndex(dense, ids).search(queries, 8)
+
+
+def test_sparse_rows_with_copy_leave_the_callers_values_alone():
+    rows = SparseRows(2)
+    rows.append(np.array([[3.0, 4.0]], dtype=np.float32))
+    assert VectorIndex(rows, ["a"]).search(np.array([0.0, 1.0]), 1) == [[(0, 0.8)]]
+    assert rows.dense().tolist() == [[3.0, 4.0]]

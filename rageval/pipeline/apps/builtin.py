@@ -1,4 +1,4 @@
-"""The built-in RAG pipeline, all from the config: chunk → embed → retrieve → generate."""
+"""The built-in RAG pipeline, all from the config: chunk → embed and/or index words → retrieve → generate."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from rageval.golden.corpus import Corpus
 from rageval.golden.set import Case
 from rageval.pipeline.apps import Retrieved, Trace
 from rageval.pipeline.chunking import Chunk, chunk_corpus
-from rageval.pipeline.embedding import make_embedder
+from rageval.pipeline.embedding import Embedder, document_rows, make_embedder
 from rageval.pipeline.generation import (
     ChatGenerator,
     ExtractiveGenerator,
@@ -23,6 +23,39 @@ from rageval.pipeline.generation import (
     Generator,
 )
 from rageval.pipeline.index import VectorIndex
+from rageval.pipeline.lexical import RRF_DEPTH, BM25Index, fuse
+
+
+class Retriever:
+    """The chunks' retrieval as ``retrieval.mode`` says: ``dense`` (the embedder and a
+    :class:`VectorIndex`), ``bm25`` (a :class:`BM25Index`, no embedder) or ``hybrid`` (both, fused by
+    reciprocal rank; they share the local embedder's vocabulary, so the corpus's words are split once)."""
+
+    def __init__(self, cfg: Config, chunks: Sequence[Chunk], client: Any = None) -> None:
+        mode = cfg.retrieval.mode
+        texts, ids = [c.text for c in chunks], [c.id for c in chunks]
+        self.embedder: Embedder | None = None if mode == "bm25" else make_embedder(cfg.embedding, client)
+        self.index: VectorIndex | None = None
+        self.lexical: BM25Index | None = None
+        if self.embedder is not None:
+            self.embedder.fit(texts)
+            self.index = VectorIndex(document_rows(self.embedder, texts), ids, copy=False)
+        if mode != "dense":
+            self.lexical = BM25Index(texts, ids, vocabulary=getattr(self.embedder, "vocabulary", None))
+        dense = self.embedder.name if self.embedder is not None else ""
+        self.name = {"dense": dense, "bm25": "bm25"}.get(mode, f"rrf({dense},bm25)")
+        self.deterministic = self.embedder is None or bool(self.embedder.deterministic)
+        self.size = len(chunks)
+
+    def search(self, questions: Sequence[str], depth: int) -> list[list[tuple[int, float]]]:
+        """For each question, up to ``depth`` ``(chunk row, score)`` pairs, best first."""
+        if self.index is None or self.embedder is None:
+            return self.lexical.search(questions, depth)  # type: ignore[union-attr]
+        if self.lexical is None:
+            return self.index.search(np.asarray(self.embedder.embed_queries(questions)), depth)
+        wide = min(self.size, max(depth, RRF_DEPTH))
+        dense = self.index.search(np.asarray(self.embedder.embed_queries(questions)), wide)
+        return [fuse(pair, depth) for pair in zip(dense, self.lexical.search(questions, wide), strict=True)]
 
 
 class BuiltinApp:
@@ -30,13 +63,10 @@ class BuiltinApp:
         started = time.monotonic()
         self.cfg = cfg
         self.chunks: list[Chunk] = chunk_corpus(corpus, cfg.chunking.size, cfg.chunking.overlap)
-        self.embedder = make_embedder(cfg.embedding, client)
-        texts = [c.text for c in self.chunks]
-        self.embedder.fit(texts)
-        self.index = VectorIndex(self.embedder.embed_documents(texts), [c.id for c in self.chunks], copy=False)
+        self.retriever = Retriever(cfg, self.chunks, client)
         self.generator: Generator | None = make_generator(cfg, client)
-        self.deterministic = bool(self.embedder.deterministic and (self.generator is None or self.generator.deterministic))
-        self.name = f"builtin:{self.embedder.name}+{self.generator.name if self.generator else 'none'}"
+        self.deterministic = bool(self.retriever.deterministic and (self.generator is None or self.generator.deterministic))
+        self.name = f"builtin:{self.retriever.name}+{self.generator.name if self.generator else 'none'}"
         # Retrieve deep enough that every token budget can be filled, not only top_k.
         min_tokens = max(1, min((c.tokens for c in self.chunks), default=1))
         budget_depth = math.ceil(max(cfg.retrieval.token_budgets, default=0) / min_tokens)
@@ -45,19 +75,18 @@ class BuiltinApp:
         self.index_seconds = time.monotonic() - started
 
     def prepare(self, cases: Sequence[Case]) -> None:
-        """Embed every question in one batch and search once (a matrix multiply), ahead of answer()."""
+        """Retrieve for every question in one batch (one matrix product, one postings pass), ahead of answer()."""
         todo = [c for c in cases if c.id not in self._rankings]
         if not todo:
             return
-        queries = self.embedder.embed_queries([c.question for c in todo])
-        for case, hits in zip(todo, self.index.search(np.asarray(queries), self.depth), strict=True):
+        for case, hits in zip(todo, self.retriever.search([c.question for c in todo], self.depth), strict=True):
             self._rankings[case.id] = tuple(
                 Retrieved(self.chunks[row].id, self.chunks[row].sections, self.chunks[row].text,
                           round(float(score), 6), self.chunks[row].tokens) for row, score in hits)
 
     def answer(self, case: Case, *, fresh: bool = False, previous: Trace | None = None) -> Trace:
         started = time.monotonic()
-        if previous is not None and previous.retrieved is not None and self.embedder.deterministic:
+        if previous is not None and previous.retrieved is not None and self.retriever.deterministic:
             retrieved = previous.retrieved          # retrieval is deterministic: reuse it on a re-run
         else:
             self.prepare([case])

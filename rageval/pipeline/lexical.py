@@ -1,0 +1,224 @@
+"""Lexical retrieval: BM25 over diacritic-folded words, and reciprocal-rank fusion with the vector
+index for hybrid retrieval.
+
+BM25 as Lucene scores it (the ``lucene`` variant of Kamphuis et al., ECIR 2020, which bm25s
+implements too; tests/pipeline/test_lexical.py checks the two agree)::
+
+    score(q, d) = Σ_{t ∈ q} idf(t) · tf(t, d) / (tf(t, d) + k1 · (1 − b + b · |d| / avgdl))
+    idf(t)      = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))
+
+with k1 = 1.5, b = 0.75; a word repeated in the query counts each time, words no chunk has
+score nothing. A document's words are :func:`rageval.text.folded_words` ("Đổi trả" and "doi tra"
+are the same two words), the same words the local embedder hashes.
+
+Hybrid retrieval fuses the vector and BM25 rankings by reciprocal rank (Cormack et al., SIGIR
+2009): ``rrf(d) = Σ_rankings 1 / (60 + rank(d))`` over each ranking's top 100 (or deeper when more
+is asked), ties by row. Everything is integer counting and float64 sums in a fixed order, so
+results do not depend on the process or its hash seed.
+
+Why not the ``bm25s`` package: the scoring above is thirty lines of numpy, where bm25s would add a
+runtime dependency (and scipy for its sparse matrices) for the same numbers.
+"""
+
+from __future__ import annotations
+
+import array
+import itertools
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+
+from rageval.pipeline.index import ranked
+from rageval.text import folded_words
+
+__all__ = ["BM25Index", "RRF_DEPTH", "RRF_K", "Vocabulary", "Words", "fuse"]
+
+K1 = 1.5
+B = 0.75
+RRF_K = 60                   # the constant of reciprocal-rank fusion
+RRF_DEPTH = 100              # each ranking's depth before fusion, at least
+_MEMO_LIMIT = 500_000        # distinct tokens remembered before the memo starts over
+_POSTINGS_PER_BATCH = 1 << 24
+
+
+class Words:
+    """The words of some texts as vocabulary indices: ``ids`` (int32) text after text, ``counts``
+    how many belong to each text, ``starts`` where each text's begin in ``ids`` (plus the end)."""
+
+    def __init__(self, ids: np.ndarray, counts: np.ndarray) -> None:
+        self.ids, self.counts = ids, counts
+        self.starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+
+    def __len__(self) -> int:
+        return len(self.counts)
+
+    def batches(self, max_texts: int, max_words: int):
+        """(first text, last text + 1) of consecutive runs of at most ``max_texts`` texts and (unless
+        one text alone is longer) ``max_words`` words."""
+        n, start, starts = len(self.counts), 0, self.starts
+        while start < n:
+            stop = min(n, start + max_texts)
+            fits = int(np.searchsorted(starts, starts[start] + max_words, "right")) - 1
+            stop = max(start + 1, min(stop, fits))
+            yield start, stop
+            start = stop
+
+
+class Vocabulary:
+    """Folded words → indices, growing as texts are read; safe to share between threads.
+
+    A whitespace-separated token's words are the same wherever it occurs (folding works character
+    by character and whitespace is never part of a word), so each distinct token is folded and
+    split once and remembered as its words' indices: reading a corpus costs a split and a dict
+    look-up per token.
+    """
+
+    def __init__(self) -> None:
+        self.words: list[str] = []                 # index -> word, in the order first seen
+        self._index: dict[str, int] = {}
+        self._memo: dict[str, tuple[int, ...]] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def _token(self, token: str) -> tuple[int, ...]:
+        index, words = self._index, self.words
+        ids = []
+        for word in folded_words(token):
+            i = index.get(word)
+            if i is None:
+                i = index[word] = len(words)
+                words.append(word)
+            ids.append(i)
+        return tuple(ids)
+
+    def read(self, texts: Sequence[str]) -> Words:
+        with self._lock:
+            memo = self._memo
+            ids = array.array("i")
+            counts = array.array("q")
+            lookup = memo.__getitem__
+            for text in texts:
+                tokens = text.split()
+                try:
+                    parts = list(map(lookup, tokens))
+                except KeyError:
+                    if len(memo) > _MEMO_LIMIT:
+                        memo.clear()
+                    for token in [t for t in dict.fromkeys(tokens) if t not in memo]:   # first-seen order
+                        memo[token] = self._token(token)
+                    parts = list(map(lookup, tokens))
+                before = len(ids)
+                ids.fromlist(list(itertools.chain.from_iterable(parts)))
+                counts.append(len(ids) - before)
+        return Words(np.frombuffer(ids, dtype=np.int32), np.frombuffer(counts, dtype=np.int64))
+
+
+class BM25Index:
+    """BM25 (Lucene's variant, k1 = 1.5, b = 0.75) over ``texts``, one id per text.
+
+    Postings are stored term by term: the documents holding each word and the word's precomputed
+    BM25 weight there (float32), so a query is a gather and one weighted ``bincount``.
+    ``vocabulary`` may be shared with the local embedder (the corpus's words are then read once).
+    """
+
+    name = "bm25"
+    deterministic = True
+
+    def __init__(self, texts: Sequence[str], ids: Sequence[str], *, vocabulary: Vocabulary | None = None,
+                 words: Words | None = None) -> None:
+        if len(texts) != len(ids):
+            raise ValueError(f"BM25Index: {len(texts)} texts but {len(ids)} ids")
+        self.ids: tuple[str, ...] = tuple(ids)
+        self.vocabulary = vocabulary or Vocabulary()
+        if words is None:
+            words = self.vocabulary.read(list(texts))
+        n = len(words)
+        lengths = words.counts.astype(np.float64)
+        avgdl = float(lengths.mean()) if n and lengths.sum() else 1.0
+        docs, terms, tf = _term_frequencies(words)
+        order = np.argsort(terms, kind="stable")                  # term by term, documents ascending
+        docs, terms, tf = docs[order], terms[order], tf[order]
+        df = np.bincount(terms, minlength=len(self.vocabulary))
+        idf = np.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        weight = idf[terms] * tf / (tf + K1 * (1.0 - B + B * lengths[docs] / avgdl))
+        self._starts = np.concatenate([[0], np.cumsum(df)]).astype(np.int64)
+        self._docs = docs.astype(np.int32)
+        self._weights = weight.astype(np.float32)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def search(self, queries: Sequence[str], top_k: int) -> list[list[tuple[int, float]]]:
+        """For each query, up to ``top_k`` ``(row index, BM25 score)`` pairs, best first; equal
+        scores (documents sharing no word with the query score 0) by row index."""
+        words = self.vocabulary.read(list(queries))
+        n = len(self.ids)
+        if n == 0 or top_k == 0:
+            return [[] for _ in range(len(words))]
+        terms = words.ids.astype(np.int64)
+        known = terms < len(self._starts) - 1            # a word first seen in a query has no postings
+        size = np.zeros(len(terms), dtype=np.int64)
+        size[known] = self._starts[terms[known] + 1] - self._starts[terms[known]]
+        query_of = np.repeat(np.arange(len(words), dtype=np.int64), words.counts)
+        cost = np.bincount(query_of, weights=size, minlength=len(words))
+        results: list[list[tuple[int, float]]] = []
+        for start, stop in _batches(cost, max(1, _POSTINGS_PER_BATCH // n)):
+            span = slice(int(words.starts[start]), int(words.starts[stop]))
+            rows = np.repeat(np.arange(stop - start, dtype=np.int64), words.counts[start:stop])
+            results.extend(ranked(self._scores(rows, terms[span], size[span], stop - start), top_k))
+        return results
+
+    def _scores(self, rows: np.ndarray, terms: np.ndarray, size: np.ndarray, n_queries: int) -> np.ndarray:
+        """(n_queries, n) BM25 scores of the queries whose word occurrences are (row, term)."""
+        n = len(self.ids)
+        first = np.zeros(len(terms), dtype=np.int64)
+        has = size > 0
+        first[has] = self._starts[terms[has]]
+        offsets = np.cumsum(size) - size
+        pos = np.arange(int(size.sum()), dtype=np.int64) + np.repeat(first - offsets, size)
+        keys = np.repeat(rows, size) * n + self._docs[pos]
+        scores = np.bincount(keys, weights=self._weights[pos], minlength=n_queries * n)
+        return scores.reshape(n_queries, n)
+
+
+def _batches(cost: np.ndarray, max_rows: int):
+    """Consecutive runs of at most ``max_rows`` queries whose gathered postings (``cost`` per
+    query) stay under 16 million, unless one query alone has more."""
+    start, n = 0, len(cost)
+    while start < n:
+        stop, total = start + 1, int(cost[start])
+        while stop < n and stop - start < max_rows and total + int(cost[stop]) <= _POSTINGS_PER_BATCH:
+            total += int(cost[stop])
+            stop += 1
+        yield start, stop
+        start = stop
+
+
+def _term_frequencies(words: Words) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(document, term, count) of every distinct word of every document, documents ascending."""
+    docs, terms, counts = [], [], []
+    vocabulary = int(words.ids.max()) + 1 if len(words.ids) else 1
+    for start, stop in words.batches(4096, 1 << 22):
+        lo, hi = words.starts[start], words.starts[stop]
+        row = np.repeat(np.arange(start, stop, dtype=np.int64), words.counts[start:stop])
+        keys, tf = np.unique(row * vocabulary + words.ids[lo:hi], return_counts=True)
+        docs.append(keys // vocabulary)
+        terms.append(keys % vocabulary)
+        counts.append(tf)
+    if not docs:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float64)
+    return np.concatenate(docs), np.concatenate(terms), np.concatenate(counts).astype(np.float64)
+
+
+def fuse(rankings: Sequence[Sequence[tuple[int, float]]], depth: int) -> list[tuple[int, float]]:
+    """Reciprocal-rank fusion of several rankings of the same rows: the ``depth`` best
+    ``(row, Σ 1/(60 + rank))`` pairs, score descending (6 decimals), then row ascending."""
+    fused: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, (row, _) in enumerate(ranking, 1):
+            fused[row] = fused.get(row, 0.0) + 1.0 / (RRF_K + rank)
+    best = sorted(((round(score, 6) + 0.0, row) for row, score in fused.items()), key=lambda x: (-x[0], x[1]))
+    return [(row, score) for score, row in best[:depth]]
