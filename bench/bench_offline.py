@@ -1,93 +1,227 @@
-"""Benchmark of the offline pipeline: a generated corpus of N sections (one ~150-token chunk each)
-and M golden cases, through the real config → golden → corpus → chunk → embed → index → retrieve →
-extractive generate → score → aggregate path.
+"""Benchmark of the offline engine (issue #14's table), whole processes, medians of paired runs.
 
-    python bench/bench_offline.py                 # 10,000 chunks, 1,000 cases
-    python bench/bench_offline.py --chunks 2000 --cases 200 --json out.json
+    python bench/bench_offline.py                     # every figure, 3 runs each (~15 min on 2 cores)
+    python bench/bench_offline.py --runs 1 --skip-100k
+    python bench/bench_offline.py --baseline-src DIR  # also run each figure with the rageval package
+                                                      # found in DIR (e.g. `git archive` of an older
+                                                      # main), alternating with this one, run by run
+    python bench/bench_offline.py --tests             # also time the test suite once
+    python bench/bench_offline.py --json bench/results-offline.json
 
-Reports index build time (chunk + fit + embed + index), eval throughput (cases/s), retrieval
-quality on the synthetic set (a sanity check that the numbers mean something), and peak memory
-(ru_maxrss of this process). Not a timed test: numbers depend on the machine.
+Every figure is one child process (this script with --measure: a pipeline stage, or the `rageval`
+command's main()): wall seconds timed by the parent, CPU seconds (user + system) and peak RSS
+(ru_maxrss) reported by the child itself, interpreter start-up and imports included. The projects are synthetic (bench/synthetic.py): a policy-like corpus of
+~150-token sections, cases asking for one sentence of one section.
+
+- e2e: 1,000 cases over 10,000 chunks, in one process: load, chunk, index, answer, score, the
+  golden set's own checks (leaks of 1,000 questions into 10,000 sections, coverage, snapshots)
+  and the RunResult;
+- build: the builtin app's index at 100,000 chunks for each retrieval.mode (dense, bm25, hybrid);
+- run / validate / size: `rageval run --out` and `rageval validate --no-git` on a 5,000-case
+  golden.yaml over 2,000 sections, and the size of the RunResult written;
+- modes: hit@1 and mrr@5 of each retrieval.mode on the 10,000-chunk set and on the demo.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import random
+import os
+import platform
 import resource
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-# Syllables that make plausible Vietnamese-looking words; each section draws a topic vocabulary.
-SYLLABLES = ("doi tra hang hoan tien giao van chuyen bao hanh thanh vien phi don kho ngay thang "
-             "dien thoai laptop may tinh bang ao quan giay the qua tang thuc pham do lot ma giam "
-             "gia tri noi thanh lien tinh hoa toc dia chi kiem tra phu kien sua chua linh kien "
-             "hoa don tem nhan loi nha san xuat khach hang cua hang tai khoan thanh toan").split()
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+import synthetic  # noqa: E402  (bench/ is not a package)
+
+GOALS = {"e2e": "< 5 s wall, < 300 MB", "build": "< 20 s CPU, < 1 GB", "run": "< 15 s CPU",
+         "validate": "< 3 s wall", "size": "< 12 MB", "tests": "< 150 s wall"}
+ISSUE = {"e2e": "17–20 s wall, 22.3 s CPU, 335 MB", "build:dense": "83.5 s CPU, 2.5 GB",
+         "run": "51 s CPU, 413 MB", "validate": "29.4 s", "size": "44.6 MB (8.9 KB/case)", "tests": "250 s"}
+MODES = ("dense", "bm25", "hybrid")
 
 
-def make_project(folder: Path, n_chunks: int, n_cases: int, seed: int = 0) -> Path:
-    rng = random.Random(seed)
-    words = sorted({a + b for a in SYLLABLES for b in SYLLABLES if a != b})
-    rng.shuffle(words)
-    sections = {}
-    for i in range(n_chunks):
-        topic = rng.sample(words, 12)
-        body = " ".join(rng.choice(topic if rng.random() < 0.6 else words) for _ in range(130))
-        sections[f"S-{i}"] = f"{body} trong {rng.randint(1, 30)} ngày."
-    (folder / "corpus.json").write_text(json.dumps(sections, ensure_ascii=False), encoding="utf-8")
-    cases = []
-    ids = list(sections)
-    for j in range(n_cases):
-        target = rng.choice(ids)
-        tokens = sections[target].split()
-        # 4 words of the target section among 4 unrelated ones: retrieval has work to do.
-        question = " ".join(rng.sample(tokens[:-3], 4) + rng.sample(words, 4))
-        cases.append({"id": f"b{j}", "question": question, "expected_sections": [target],
-                      "slice": {"type": "lookup"}})
-    (folder / "golden.json").write_text(json.dumps({"dataset": "bench", "version": 1, "cases": cases},
-                                                   ensure_ascii=False), encoding="utf-8")
-    cfg = folder / "rageval.yml"
-    cfg.write_text("golden: golden.json\ncorpus: corpus.json\nchunking: {size: 200}\n"
-                   "retrieval: {top_k: 5, k: [1, 3, 5]}\napp: {concurrency: 2}\n", encoding="utf-8")
-    return cfg
+# --- children ----------------------------------------------------------------------------------
+
+def child(kind: str, args: list[str]) -> dict:
+    """One measurement inside the child process: its figures, and its own CPU time and peak RSS."""
+    if kind == "cli":                      # the `rageval` command itself, its output discarded
+        import contextlib
+        import io
+
+        from rageval.cli import main
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            code = main(args)
+        figures = {"exit": code}
+    else:
+        figures = _pipeline(kind, Path(args[0]), args[1] if len(args) > 1 else "dense")
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return {**figures, "cpu_s": usage.ru_utime + usage.ru_stime, "peak_rss_mb": usage.ru_maxrss / 1024}
+
+
+def _pipeline(kind: str, project: Path, mode: str) -> dict:
+    from dataclasses import replace
+
+    from rageval.config import load_config
+    cfg = load_config(project / "rageval.yml")
+    if mode != "dense":
+        cfg = replace(cfg, retrieval=replace(cfg.retrieval, mode=mode))
+    if kind == "build":
+        from rageval.golden.corpus import load_corpus
+        from rageval.pipeline.apps.builtin import BuiltinApp
+        app = BuiltinApp(cfg, load_corpus(cfg.corpus, cfg.root))
+        return {"chunks": len(app.chunks)}
+    from rageval.pipeline.runner import prepare
+    result = prepare(cfg, env={}).run()
+    metrics = result.summary.metrics
+    return {"cases": result.summary.n_cases, "hit@1": metrics["hit@1"], "mrr@5": metrics["mrr@5"]}
+
+
+# --- the parent --------------------------------------------------------------------------------
+
+def timed(argv: list[str], env: dict[str, str]) -> dict:
+    """Run a child; its wall seconds (timed here) and what it reports on its last stdout line."""
+    started = time.perf_counter()
+    proc = subprocess.run(argv, env=env, capture_output=True, cwd=ROOT, check=False)
+    wall = time.perf_counter() - started
+    lines = proc.stdout.decode().strip().splitlines()
+    if proc.returncode != 0 or not lines or not lines[-1].startswith("{"):
+        raise RuntimeError(f"{' '.join(argv)} exited {proc.returncode}: {proc.stderr.decode()[-2000:]}")
+    return {"wall_s": wall, **json.loads(lines[-1])}
+
+
+def medians(samples: list[dict]) -> dict:
+    keys = samples[0].keys()
+    return {k: round(statistics.median(s[k] for s in samples), 3) if isinstance(samples[0][k], float)
+            else samples[0][k] for k in keys}
+
+
+def paired(argv: list[str], envs: dict[str, dict[str, str]], runs: int) -> dict[str, dict]:
+    """Each side ``runs`` times, alternating sides run by run; medians per side."""
+    samples: dict[str, list[dict]] = {side: [] for side in envs}
+    for _ in range(runs):
+        for side, env in envs.items():
+            try:
+                samples[side].append(timed(argv, env))
+            except RuntimeError as exc:          # e.g. the baseline has no retrieval.mode
+                print(f"  ({side}: {str(exc).splitlines()[0][:160]})", file=sys.stderr)
+    return {side: medians(s) for side, s in samples.items() if s}
+
+
+def environments(baseline_src: str | None) -> dict[str, dict[str, str]]:
+    env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": str(ROOT)}
+    envs = {"now": env}
+    if baseline_src:
+        envs["baseline"] = {**env, "PYTHONPATH": str(Path(baseline_src).resolve())}
+    return envs
+
+
+def run_all(args: argparse.Namespace, tmp: Path) -> dict:
+    envs = environments(args.baseline_src)
+    me = [sys.executable, str(Path(__file__).resolve()), "--measure"]
+    rageval = [*me, "cli"]
+    print("generating projects …", file=sys.stderr)
+    e2e = synthetic.write_project(tmp / "e2e", 10_000, 1_000)
+    big = synthetic.write_project(tmp / "run5k", 2_000, 5_000, golden_format="yaml")
+    figures: dict = {}
+    print("e2e …", file=sys.stderr)
+    figures["e2e"] = paired([*me, "e2e", str(e2e.parent)], envs, args.runs)
+    for mode in MODES[1:]:
+        figures[f"e2e:{mode}"] = paired([*me, "e2e", str(e2e.parent), mode], {"now": envs["now"]}, 1)
+    if not args.skip_100k:
+        scale = synthetic.write_project(tmp / "build100k", 100_000, 10)
+        for mode in MODES:
+            print(f"build 100k {mode} …", file=sys.stderr)
+            figures[f"build:{mode}"] = paired([*me, "build", str(scale.parent), mode], envs, args.runs)
+    out = tmp / "run5k" / "out.json"
+    print("run 5k …", file=sys.stderr)
+    figures["run"] = paired([*rageval, "run", "--config", str(big), "--out", str(out)], envs, args.runs)
+    figures["size"] = {"now": {"mb": round(out.stat().st_size / 1e6, 2),
+                               "kb_per_case": round(out.stat().st_size / 5_000 / 1e3, 2)}}
+    print("validate 5k …", file=sys.stderr)
+    figures["validate"] = paired([*rageval, "validate", "--config", str(big), "--no-git"], envs, args.runs)
+    figures["demo"] = demo_modes()
+    if args.tests:
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=ROOT, check=False,
+                       capture_output=True)
+        figures["tests"] = {"now": {"wall_s": round(time.perf_counter() - started, 1)}}
+    return figures
+
+
+def demo_modes() -> dict:
+    """hit@1 and mrr@5 of each retrieval.mode on the demo (in this process: quality, not time)."""
+    from dataclasses import replace
+
+    from rageval.config import load_config
+    from rageval.pipeline.runner import prepare
+    out = {}
+    for mode in MODES:
+        cfg = load_config(ROOT / "examples" / "banhang" / "rageval.yml")
+        cfg = replace(cfg, retrieval=replace(cfg.retrieval, mode=mode))
+        metrics = prepare(cfg, env={}).run().summary.metrics
+        out[mode] = {"hit@1": metrics["hit@1"], "mrr@5": metrics["mrr@5"]}
+    return out
+
+
+def show(figures: dict) -> None:
+    def cell(side: dict | None, *keys: str) -> str:
+        if not side:
+            return "–"
+        units = {"wall_s": "s wall", "cpu_s": "s CPU", "peak_rss_mb": "MB", "mb": "MB", "kb_per_case": "KB/case"}
+        return ", ".join(f"{side[k]:.1f} {units[k]}" if isinstance(side[k], float) else f"{side[k]} {units[k]}"
+                         for k in keys if k in side)
+
+    rows = [("1,000 cases over 10,000 chunks, end to end", "e2e", "e2e", ("wall_s", "cpu_s", "peak_rss_mb"))]
+    rows += [(f"index build at 100,000 chunks, {m}", f"build:{m}", "build", ("cpu_s", "wall_s", "peak_rss_mb"))
+             for m in MODES if f"build:{m}" in figures]
+    rows += [("`rageval run`, 5,000-case golden.yaml", "run", "run", ("cpu_s", "wall_s", "peak_rss_mb")),
+             ("`rageval validate`, same set", "validate", "validate", ("wall_s", "cpu_s")),
+             ("RunResult size, 5,000 cases", "size", "size", ("mb", "kb_per_case")),
+             ("test suite", "tests", "tests", ("wall_s",))]
+    print("| work | issue #14 (old code) | baseline (measured) | now | goal |")
+    print("|---|---|---|---|---|")
+    for label, key, goal, keys in rows:
+        if key not in figures:
+            continue
+        f = figures[key]
+        print(f"| {label} | {ISSUE.get(key, '–')} | {cell(f.get('baseline'), *keys)} | {cell(f.get('now'), *keys)} "
+              f"| {GOALS[goal]} |")
+    print("\n| retrieval.mode | synthetic 10k: hit@1 | mrr@5 | e2e wall s | demo: hit@1 | mrr@5 |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for mode in MODES:
+        e = figures.get("e2e" if mode == "dense" else f"e2e:{mode}", {}).get("now", {})
+        d = figures.get("demo", {}).get(mode, {})
+        print(f"| {mode} | {e.get('hit@1', '–')} | {e.get('mrr@5', '–')} | {e.get('wall_s', '–')} "
+              f"| {d.get('hit@1', '–')} | {d.get('mrr@5', '–')} |")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--chunks", type=int, default=10_000)
-    parser.add_argument("--cases", type=int, default=1_000)
-    parser.add_argument("--json", default=None, help="also write the numbers here")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--baseline-src", default=None, help="a folder holding another rageval package")
+    parser.add_argument("--skip-100k", action="store_true")
+    parser.add_argument("--tests", action="store_true", help="also time the test suite once")
+    parser.add_argument("--json", default=None, help="also write the figures here")
+    parser.add_argument("--measure", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-
-    from rageval.config import load_config
-    from rageval.pipeline.runner import prepare
-
+    if args.measure:
+        print(json.dumps(child(args.measure[0], args.measure[1:])))
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
-        cfg_path = make_project(Path(tmp), args.chunks, args.cases)
-        cfg = load_config(cfg_path)
-        started = time.perf_counter()
-        ev = prepare(cfg, env={})
-        build_s = time.perf_counter() - started
-        started = time.perf_counter()
-        result = ev.run().to_dict()
-        eval_s = time.perf_counter() - started
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    m = result["summary"]["metrics"]
-    numbers = {
-        "chunks": len(ev.app.chunks), "cases": result["summary"]["n_cases"],
-        "index_build_s": round(build_s, 2), "eval_s": round(eval_s, 2),
-        "cases_per_s": round(result["summary"]["n_cases"] / eval_s, 1),
-        "hit@1": m["hit@1"], "mrr@5": m["mrr@5"], "peak_rss_mb": round(peak_mb, 1),
-        "python": sys.version.split()[0],
-    }
-    width = max(len(k) for k in numbers)
-    for key, value in numbers.items():
-        print(f"{key:<{width}}  {value}")
+        figures = run_all(args, Path(tmp))
+    figures["machine"] = {"cpus": os.cpu_count(), "python": platform.python_version(), "runs": args.runs}
+    show(figures)
     if args.json:
-        Path(args.json).write_text(json.dumps(numbers, indent=1) + "\n", encoding="utf-8")
+        Path(args.json).write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
     return 0
 
 

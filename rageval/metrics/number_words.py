@@ -175,4 +175,10 @@ class Reader:
         if word[0].isdecimal():     # not isdigit(): "²", "①" are digits to str but no number to Decimal
             value = parse_digits(word)
             return Number(value, i + 1) if value is not None else None
+        if word not in _FIRST_WORDS:                # most words start no number: say so at once
+            return None
         return self.vietnamese(i) or self.english(i)
+
+
+#: Every word a number written in words can start with (vietnamese() and english() read nothing else).
+_FIRST_WORDS = frozenset([*_VI_DIGITS, *_VI_DIGITS_PLAIN, "mười", fold("mười"), *_EN_ONES, *_EN_TENS, "a", "an"])

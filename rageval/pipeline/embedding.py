@@ -104,7 +104,7 @@ def _as_text_list(texts: Sequence[str], who: str) -> list[str]:
 
 _CHAR_NGRAMS = (3, 4, 5)
 _BATCH_TEXTS = 512          # texts per dense (batch, dim) block
-_BATCH_WORDS = 1 << 17      # and at most this many words, which bounds the gathered feature arrays
+_BATCH_WORDS = 1 << 16      # and at most this many words, which bounds the gathered feature arrays
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)

@@ -21,10 +21,9 @@ import jinja2
 
 from rageval.errors import ConfigError, ModelError
 from rageval.pipeline.apps import Retrieved
-from rageval.text import fold, sentences
+from rageval.text import folded_words, sentences
 
 DECLINE = "Tài liệu không đề cập thông tin này."
-_WORD = re.compile(r"\w+")
 _HEADING_LINE = re.compile(r"^[A-Za-z][\w.]*-[\w.-]+\b")
 # Function words that say nothing about which sentence answers (folded Vietnamese + English).
 _STOP = frozenset(
@@ -50,7 +49,7 @@ class Generator(Protocol):
 
 
 def _words(text: str) -> list[str]:
-    return [w for w in _WORD.findall(fold(text)) if w not in _STOP]
+    return [w for w in folded_words(text) if w not in _STOP]
 
 
 class ExtractiveGenerator:

@@ -9,7 +9,7 @@ Memory: the index holds one float32 copy of the embeddings, or none with ``copy=
 normalises the caller's array in place). Embeddings that are mostly zeros (the local embedder's:
 30–40 % of 2,048 hashed buckets are used by a chunk) may be given as :class:`SparseRows`, non-zero
 entries only, about half the bytes of the dense float32 matrix (100,000 chunks: ~470 MB instead of
-819 MB); the index multiplies them 4,096 rows at a time, made dense for the product, so the scores
+819 MB); the index multiplies them 1,024 rows at a time, made dense for the product, so the scores
 are bit for bit those of the dense matrix. Query batches are sized so that a batch's score matrix
 stays near 16 million entries.
 """
@@ -24,8 +24,8 @@ __all__ = ["SparseRows", "VectorIndex", "ranked"]
 
 _SCORE_DECIMALS = 6
 _QUERY_BATCH = 256          # queries per matrix product at most …
-_SCORES_PER_BATCH = 1 << 24  # … and about this many (query, row) scores per batch
-_NORM_ROWS = 4096           # rows normalised, or made dense for a product, per step
+_SCORES_PER_BATCH = 1 << 22  # … and about this many (query, row) scores per run of queries
+_NORM_ROWS = 1024           # rows normalised, or made dense for a product, per step
 
 
 class SparseRows:
@@ -96,13 +96,13 @@ class SparseRows:
         return all(np.isfinite(values).all() for _, _, values in self._blocks)
 
     def normalise(self) -> None:
-        """Unit rows, in place: each 4,096 rows made dense in float32, scaled as a dense matrix would
+        """Unit rows, in place: each 1,024 rows made dense in float32, scaled as a dense matrix would
         be, and stored back."""
         for start, part in self.parts():
             self.assign(start, _unit(part))
 
     def parts(self):
-        """(first row, float32 dense rows) of consecutive groups of 4,096 rows."""
+        """(first row, float32 dense rows) of consecutive groups of 1,024 rows."""
         n = self.shape[0]
         for start in range(0, n, _NORM_ROWS):
             yield start, self.dense(start, min(n, start + _NORM_ROWS))
@@ -139,23 +139,25 @@ class _DenseRows:
 
 def ranked(scores: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
     """Per row of ``scores`` (m, n), the ``k`` best ``(column, score)`` pairs: score descending,
-    equal scores by column ascending. Scores are rounded to 6 decimals first (``-0.0`` becomes
-    ``0.0``), so float noise cannot reorder equal documents."""
-    scores = np.round(np.asarray(scores, dtype=np.float64), _SCORE_DECIMALS) + 0.0
+    equal scores by column ascending. Scores are rounded to 6 decimals first (as float64; ``-0.0``
+    becomes ``0.0``), so float noise cannot reorder equal documents.
+
+    Only candidates are rounded: rounding moves a score by at most 5e-7, so every column whose
+    rounded score can reach the k-th best rounded score is within 1e-6 of the k-th best raw score."""
+    scores = np.asarray(scores)
     n = scores.shape[1]
     k = min(int(k), n)
     if k <= 0:
         return [[] for _ in range(scores.shape[0])]
     if k < n:
-        # k-th best score per query; every column scoring at least that is a candidate, so a tie at
-        # the cut-off is resolved by column index, not by argpartition's internal order.
         part = np.argpartition(-scores, k - 1, axis=1)[:, :k]
-        kth = np.take_along_axis(scores, part, axis=1).min(axis=1)
+        floor = np.take_along_axis(scores, part, axis=1).min(axis=1).astype(np.float64) - 1e-6
     results: list[list[tuple[int, float]]] = []
-    for r, row in enumerate(scores):
-        cand = np.flatnonzero(row >= kth[r]) if k < n else np.arange(n)
-        order = cand[np.lexsort((cand, -row[cand]))][:k]
-        results.append([(int(i), float(row[i])) for i in order])
+    for r, raw in enumerate(scores):
+        cand = np.flatnonzero(raw >= floor[r]) if k < n else np.arange(n)
+        value = np.round(raw[cand].astype(np.float64), _SCORE_DECIMALS) + 0.0
+        order = np.lexsort((cand, -value))[:k]
+        results.append([(int(cand[i]), float(value[i])) for i in order])
     return results
 
 
@@ -215,13 +217,16 @@ class VectorIndex:
             )
         if not np.isfinite(queries).all():
             raise ValueError("VectorIndex.search: query vectors contain NaN or infinite values")
-        batch = max(1, min(_QUERY_BATCH, _SCORES_PER_BATCH // n))
+        # Queries in runs whose score matrix stays near 16M entries; the rows are made dense (when
+        # sparse) once per run; the products take at most 256 queries, as they always have.
+        run = max(1, _SCORES_PER_BATCH // n)
         results: list[list[tuple[int, float]]] = []
-        for start in range(0, queries.shape[0], batch):
-            block = _unit(np.array(queries[start:start + batch], dtype=np.float32))
+        for start in range(0, queries.shape[0], run):
+            block = _unit(np.array(queries[start:start + run], dtype=np.float32))
             scores = np.empty((len(block), n), dtype=np.float32)
             for first, part in self._rows.parts():
-                scores[:, first:first + len(part)] = block @ part.T
+                for q in range(0, len(block), _QUERY_BATCH):
+                    scores[q:q + _QUERY_BATCH, first:first + len(part)] = block[q:q + _QUERY_BATCH] @ part.T
             results.extend(ranked(scores, top_k))
         return results
 

@@ -161,7 +161,7 @@ def test_sparse_rows_round_trip_and_give_bit_identical_scores():
     dense[rng.random(dense.shape) < 0.7] = 0.0
     dense[5] = 0.0                                    # an empty row stays empty
     rows = SparseRows(64)
-    for start in range(0, 9000, 700):                 # blocks that do not line up with 4,096
+    for start in range(0, 9000, 700):                 # blocks that do not line up with 1,024
         rows.append(dense[start:start + 700])
     assert rows.shape == (9000, 64)
     assert np.array_equal(rows.dense(), dense) and np.array_equal(rows.dense(650, 1450), dense[650:1450])
