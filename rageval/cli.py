@@ -227,9 +227,7 @@ def cmd_gate(args: argparse.Namespace, out: TextIO) -> int:
         write_text(args.report_md, outcome.markdown)
     if args.candidate_out and not args.candidate:
         write_json(args.candidate_out, outcome.candidate)
-    out.write(outcome.line + "\n")
-    for reason in outcome.verdict.reasons:
-        out.write(f"  {'BLOCK' if reason.blocking else 'note '} {reason.message}\n")
+    out.write(report.render_terminal(outcome.verdict, title=cfg.report.title))
     return EXIT_BLOCKED if outcome.verdict.blocked else EXIT_OK
 
 

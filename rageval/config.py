@@ -33,6 +33,7 @@ from rageval.settings import (  # noqa: F401 - the records are imported from rag
     ENV_REF,
     ZERO_TOLERANCE_RULES,
     AppConfig,
+    AttributionConfig,
     ChecksConfig,
     ChunkingConfig,
     Config,

@@ -144,6 +144,14 @@ class ReportConfig:
 
 
 @dataclass(frozen=True)
+class AttributionConfig:
+    # when a blocked PR's drop is attributed to the knobs it changed, by ablation runs
+    run: str = setting("on_block", "choice", choices=("off", "on_block", "always"))
+    max_knobs: int = setting(4, "posint")                    # more changed keys are grouped by section
+    models: bool = setting(False, "bool")                    # also when model stages must be called
+
+
+@dataclass(frozen=True)
 class Config:
     path: Path                            # the config file itself
     golden: Path
@@ -159,6 +167,7 @@ class Config:
     checks: ChecksConfig = field(default_factory=ChecksConfig)
     golden_checks: GoldenChecksConfig = field(default_factory=GoldenChecksConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
+    attribution: AttributionConfig = field(default_factory=AttributionConfig)
 
     @property
     def root(self) -> Path:

