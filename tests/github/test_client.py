@@ -578,6 +578,7 @@ def test_every_operation_of_the_subset_round_trips_against_the_description(gh, c
     client.create_commit_status("acme", "shop", "a" * 40, "pending", "rag-eval-gate", "running",
                                 target_url="https://example.com/run")
     client.get_pull("acme", "shop", 5)
+    assert client.get_repo("acme", "shop")["default_branch"] == "main"
     fetch_baseline(client, "acme", "shop", NAME, "main", now=NOW)
     session = requests.Session()
     session.headers["Authorization"] = f"Bearer {TOKEN}"
