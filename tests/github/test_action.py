@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from action_fixtures import baseline, baseline_zip, gh, incident_verdict, ws  # noqa: F401 - fixtures
 from action_harness import (
     ARTIFACT,
     CFG_200,

@@ -1,5 +1,8 @@
 """Fixtures of the action's tests: the demo workspace with main's baseline, and a fake GitHub
-holding that baseline as an artifact (plus decoys that must not be used)."""
+holding that baseline as an artifact (plus decoys that must not be used).
+
+The test modules import them by name: a conftest.py here would shadow tests/conftest.py, which
+other tests import as ``conftest``."""
 
 from __future__ import annotations
 
