@@ -39,6 +39,8 @@ RUN rm -rf /usr/share/doc /usr/share/man /usr/share/info /usr/share/locale /usr/
       /var/cache/debconf/* /var/lib/apt/lists/* /root/.cache
 
 FROM scratch
+# Flattening is the point: files removed in `base` would otherwise still ship in its lower layers.
+# hadolint ignore=DL3067
 COPY --from=base / /
 COPY --from=build /opt/venv /opt/venv
 COPY entrypoint.py /app/entrypoint.py

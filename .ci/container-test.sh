@@ -279,10 +279,13 @@ scenario() {  # every run of step 4 on image $IMAGE
   no_secret "$OUT" "$OUTPUT" "$SUMMARY" "$WS/baseline/rageval-baseline.json"
   say "baseline: results and report are 0644 and uid $RUNNER_UID reads them (upload-artifact)"
 
-  # the response cache: the demo's model config against the OpenAI-compatible fake on the host
+  # the response cache: the demo's model config (generation by a model; no judge, so the fake's
+  # plain answers suffice) against the OpenAI-compatible fake on the host
+  sed 's/^judge: .*/judge: {model: null}/' "$WS/examples/banhang/rageval-openai.yml" >"$WS/examples/banhang/rageval-cache.yml"
+  grep -q '^judge: {model: null}' "$WS/examples/banhang/rageval-cache.yml" || fail "could not write the cache config"
   start_fake openai openai
   run_action cache host push refs/heads/main "$PUSH" \
-    INPUT_CONFIG=examples/banhang/rageval-openai.yml INPUT_MODE=baseline INPUT_REPEATS=1 INPUT_SUBSET=pr \
+    INPUT_CONFIG=examples/banhang/rageval-cache.yml INPUT_MODE=baseline INPUT_REPEATS=1 INPUT_SUBSET=pr \
     INPUT_RESULTS-PATH=out/openai-baseline.json "OPENAI_API_KEY=$OPENAI_KEY" \
     "OPENAI_BASE_URL=http://127.0.0.1:$PORT/v1"
   stop_fake
@@ -293,10 +296,10 @@ scenario() {  # every run of step 4 on image $IMAGE
   no_secret "$OUT" "$OUTPUT" "$SUMMARY" "$WS/out/openai-baseline.json" "${CACHED[@]}"
   say "cache: ${#CACHED[@]} response-cache files, all 0644 and read by uid $RUNNER_UID (actions/cache)"
 
-  # the upload-artifact step, as the runner's user: zip the baseline
-  as_runner python3 -c 'import sys, zipfile
-with zipfile.ZipFile(sys.argv[2], "w", zipfile.ZIP_DEFLATED) as zf: zf.write(sys.argv[1], "rageval-baseline.json")' \
-    "$WS/baseline/rageval-baseline.json" "$WORK/$tag/artifact/baseline.zip" || fail "uid $RUNNER_UID could not zip the baseline"
+  # the upload-artifact step: the runner's user reads the baseline, which is zipped as the artifact
+  as_runner cat "$WS/baseline/rageval-baseline.json" | python3 -c 'import sys, zipfile
+with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as zf: zf.writestr("rageval-baseline.json", sys.stdin.buffer.read())' \
+    "$WORK/$tag/artifact/baseline.zip" || fail "uid $RUNNER_UID could not read the baseline for the artifact"
 
   # gate: a pull_request with the incident's 800-token config; the baseline from the fake GitHub
   start_fake github github --token "$TOKEN" --state-file "$WORK/$tag/github-state.json" \
@@ -345,12 +348,12 @@ PY
   [ -n "$line" ] || fail "docs/action.md lost the service-container app line"
   sed "s|^app: {type: builtin}|$line|" "$WS/examples/banhang/rageval.yml" >"$WS/examples/banhang/rageval-service.yml"
   grep -qF "$line" "$WS/examples/banhang/rageval-service.yml" || fail "could not write the service config"
-  podman network create "$net" >/dev/null
+  podman network create "$net" >/dev/null 2>>"$WORK/podman.log"
   NETWORKS+=("$net")
   podman run -d --name rageval-ci-rag --network "$net" --network-alias rag -v "$ROOT/.ci:/ci:ro" \
     -v "$WS:/ws:ro" -v "$WORK/$tag/artifact:/state" --entrypoint python3 "$IMAGE" /ci/fakes.py rag \
     --host 0.0.0.0 --port 8000 --port-file /state/rag.port --results /ws/baseline/rageval-baseline.json \
-    --max-seconds 600 >/dev/null
+    --max-seconds 600 >/dev/null 2>>"$WORK/podman.log"
   local i
   for i in $(seq 1 100); do [ -s "$WORK/$tag/artifact/rag.port" ] && break; sleep 0.1; done
   [ -s "$WORK/$tag/artifact/rag.port" ] || { podman logs rageval-ci-rag | tail; fail "the rag service did not start"; }

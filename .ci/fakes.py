@@ -7,7 +7,7 @@ on 127.0.0.1 until SIGTERM or --max-seconds:
 
 ``github`` is tests/github_server.py's fake GitHub (the REST subset) holding the given artifacts;
 on exit it writes its comments, commit statuses and request log to the state file. ``openai`` is
-tests/openai_server.py answering the demo's generation, judge and faithfulness prompts. ``rag`` is
+tests/openai_server.py with its default answers (an echo of the question). ``rag`` is
 a team's RAG service as a job's service container runs it: ``POST /answer`` with
 ``{"id", "question"}`` answers the trace the given RunResult holds for that case (stdlib only, so
 it runs inside the action's own image). Only the standard library and the two test servers.
@@ -31,19 +31,6 @@ def _write_port(path: str, port: int) -> None:
     tmp = f"{path}.tmp"
     Path(tmp).write_text(str(port), encoding="utf-8")
     os.replace(tmp, path)
-
-
-def _demo_responder(body: dict) -> str:
-    """The demo config's models (rageval-openai.yml): a correct answer, then passing judgements."""
-    if body["model"] == "gpt-4o-mini":
-        return "Khách được đổi hoặc trả hàng trong 7 ngày kể từ ngày nhận hàng (DT-1)."
-    text = json.dumps(body["messages"], ensure_ascii=False)
-    if "claims" in text and "verdict" not in text and "in_context" not in text:
-        return json.dumps({"claims": ["Khách được đổi trả trong 7 ngày kể từ ngày nhận hàng."]})
-    if "in_context" in text:
-        return json.dumps({"claims": [{"claim": "Khách được đổi trả trong 7 ngày kể từ ngày nhận hàng.",
-                                       "in_context": "supported", "in_expected": "supported"}]})
-    return json.dumps({"verdict": "pass", "wrong_claims": [], "missing": []})
 
 
 def _rag_server(results: Path, host: str, port: int) -> ThreadingHTTPServer:
@@ -93,7 +80,7 @@ def main() -> int:
     sys.path.insert(0, str(TESTS))
     if args.kind == "openai":
         from openai_server import OpenAIServer  # noqa: PLC0415 - tests/ is on the path only now
-        with OpenAIServer(responder=_demo_responder) as server:
+        with OpenAIServer() as server:   # answers "echo: <question>": enough to fill the cache
             _write_port(args.port_file, server.port)
             stop.wait(args.max_seconds)
         return 0

@@ -14,8 +14,14 @@ Modes (input ``mode``; ``auto`` picks one from the event):
   re-runs, post the sticky PR comment ("running…" first, then the report), write the outputs.
 * ``baseline`` (``push`` to the repository's default branch): run the whole golden set
   ``repeats`` times, write the RunResult to ``results-path`` for ``actions/upload-artifact``.
-* ``verify`` (anything else, e.g. ``push`` to ``release/1.2``): the whole golden set, floors,
-  zero-tolerance and the comparison with the default branch's baseline.
+* ``verify`` (anything else: ``merge_group``, ``push`` to ``release/1.2``, ``schedule``,
+  ``workflow_dispatch``): the whole golden set, floors, zero-tolerance and the comparison with
+  the baseline of the base branch (the merge group's), else the default branch (from the
+  payload, or ``GET /repos/{owner}/{repo}`` when the payload has none).
+
+The Docker image (``entrypoint.py``) and the native mode (``native/action.yml``, the job's own
+Python) both call ``main``: one code path decides and reports. The commit status (input
+``status-context``) is ``pending`` from the start, ``error`` on exit 2 or 3.
 
 Exit codes: 0 passed (or baseline written), 1 blocked, 2 bad input or configuration,
 3 internal error (a bug).
