@@ -166,10 +166,12 @@ def client(gh: FakeGitHub, sleeper: Sleeper) -> GitHubClient:
 
 
 def make_zip(members: dict[str, bytes]) -> bytes:
+    """A zip of ``members``, the same bytes on every call (a fixed member date, not the clock's)."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         for name, data in members.items():
-            zf.writestr(name, data)
+            zf.writestr(zipfile.ZipInfo(name, date_time=(2026, 9, 1, 0, 0, 0)), data,
+                        compress_type=zipfile.ZIP_DEFLATED)
     return buf.getvalue()
 
 
