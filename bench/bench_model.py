@@ -449,7 +449,7 @@ def run_ours(server: OpenAIServer, recorder: Recorder, workdir: Path, *, cases: 
         if case["error"] or not case["answer"] or not case["retrieved"]:
             continue
         inputs.append({"id": case["id"], "question": case["question"], "answer": case["answer"],
-                       "contexts": _context_texts(case),
+                       "contexts": _context_texts(case, cold_result.get("chunks") or {}),
                        "expected_text": cold_ev.corpus.text_of(case["expected_sections"])})
     section = {
         "tool": "rageval", "version": cold_result["tool"]["version"], "config": f"examples/banhang/{CONFIG_NAME}",
@@ -465,10 +465,12 @@ def run_ours(server: OpenAIServer, recorder: Recorder, workdir: Path, *, cases: 
     return {"section": section, "inputs": inputs, "judge_model": cfg.judge.model, "llm_cfg": cfg.llm}
 
 
-def _context_texts(case: dict[str, Any]) -> list[str]:
+def _context_texts(case: dict[str, Any], chunks: dict[str, Any]) -> list[str]:
     """The chunks the generator saw: the prefix of ``retrieved`` whose tokens add up to
-    ``context_tokens`` (all of them when that is unknown)."""
-    retrieved = case["retrieved"] or []
+    ``context_tokens`` (all of them when that is unknown). Texts come from the RunResult's chunk
+    table unless the item carries its own."""
+    retrieved = [{**r, "text": r["text"] if "text" in r else chunks[r["chunk_id"]]["text"]}
+                 for r in case["retrieved"] or []]
     budget = case.get("context_tokens")
     if budget is None:
         return [r["text"] for r in retrieved]

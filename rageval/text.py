@@ -54,7 +54,7 @@ _WORDS_LIMIT = 200_000
 
 
 def folded_words(text: str) -> list[str]:
-    """The words (runs of letters/digits) of the folded text: "Đổi trả, 7 ngày" -> ["doi", "tra",
+    r"""The words (runs of letters/digits) of the folded text: "Đổi trả, 7 ngày" -> ["doi", "tra",
     "7", "ngay"]. What retrieval, the extractive generator and the leak check compare.
 
     Equal to ``re.findall(r"\w+", fold(text))``, computed piece by piece: folding works character by

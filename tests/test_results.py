@@ -2,11 +2,12 @@
 
 The files under tests/data/release-0.1.0/ were written by rageval 0.1.0 before the typed records
 (commit 449be4a, the seeds' incident as a replay project): they must load and re-serialise to the
-same bytes."""
+same bytes, but for the chunk table (each retrieved chunk's text written once per run)."""
 
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import math
 from pathlib import Path
@@ -22,12 +23,59 @@ from rageval.results import RunResult, load_result
 RELEASE = Path(__file__).parent / "data" / "release-0.1.0"
 
 
+def texts_inline(data: dict) -> dict:
+    """A RunResult dict with each retrieved chunk's text back in its case, and no chunk table:
+    the form release 0.1.0 wrote."""
+    data = copy.deepcopy(data)
+    table = data.pop("chunks") or {}
+    for case in data["cases"]:
+        for item in case["retrieved"] or ():
+            item.setdefault("text", table.get(item["chunk_id"], {}).get("text"))
+            item["text"] = item.pop("text")       # back in the release's key order
+            item.update({k: item.pop(k) for k in ("score", "tokens")})
+    return data
+
+
 @pytest.mark.parametrize("name", ["runresult.json", "candidate.json"])
 def test_runresults_of_the_release_load_and_reserialise_byte_for_byte(name):
     text = (RELEASE / name).read_text(encoding="utf-8")
     result = load_result(RELEASE / name)
-    assert to_json(result.to_dict()) == text
+    written = result.to_dict()
+    assert to_json(texts_inline(written)) == text          # the same JSON, chunk texts aside
+    assert RunResult.from_dict(json.loads(to_json(written))) == result
     assert result.case_ids == ["q01", "q02", "q03", "q04", "q05"]
+
+
+def test_each_chunk_text_is_written_once_per_run():
+    data = release()
+    result = RunResult.from_dict(data)
+    written = result.to_dict()
+    mentions = sum(len(c["retrieved"]) for c in data["cases"])
+    assert len(written["chunks"]) < mentions
+    assert all("text" not in item for c in written["cases"] for item in c["retrieved"])
+    for chunk_id, entry in written["chunks"].items():
+        assert entry["sha256"] == hashlib.sha256(entry["text"].encode("utf-8")).hexdigest()
+    again = RunResult.from_dict(json.loads(to_json(written)))
+    assert [[r.text for r in c.retrieved] for c in again.cases] == [[r.text for r in c.retrieved] for c in result.cases]
+
+
+def test_a_reused_chunk_id_with_another_text_keeps_its_text_inline():
+    data = release()
+    data["cases"][1]["retrieved"][0] = {**data["cases"][0]["retrieved"][0], "text": "another text"}
+    written = RunResult.from_dict(data).to_dict()
+    assert written["cases"][1]["retrieved"][0]["text"] == "another text"
+    assert RunResult.from_dict(json.loads(to_json(written))).cases[1].retrieved[0].text == "another text"
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d["chunks"][next(iter(d["chunks"]))].update(text="edited"), r"chunks\..*\.sha256.*does not match"),
+    (lambda d: d["chunks"].pop(next(iter(d["chunks"]))), r"retrieved\[\d\].*no text here and none in the chunk table"),
+])
+def test_a_broken_chunk_table_is_bad_input_naming_the_key(edit, message):
+    written = json.loads(to_json(RunResult.from_dict(release()).to_dict()))
+    edit(written)
+    with pytest.raises(ResultError, match=message):
+        RunResult.from_dict(written)
 
 
 def test_the_verdict_of_the_release_loads_with_the_same_keys():
