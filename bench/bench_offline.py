@@ -1,7 +1,7 @@
 """Benchmark of the offline engine (issue #14's table), whole processes, medians of paired runs.
 
     python bench/bench_offline.py                     # every figure, 3 runs each (~15 min on 2 cores)
-    python bench/bench_offline.py --runs 1 --skip-100k
+    python bench/bench_offline.py --runs 1 --only e2e,run,validate
     python bench/bench_offline.py --baseline-src DIR  # also run each figure with the rageval package
                                                       # found in DIR (e.g. `git archive` of an older
                                                       # main), alternating with this one, run by run
@@ -105,12 +105,13 @@ def medians(samples: list[dict]) -> dict:
 
 
 def paired(argv: list[str], envs: dict[str, dict[str, str]], runs: int) -> dict[str, dict]:
-    """Each side ``runs`` times, alternating sides run by run; medians per side."""
+    """Each side ``runs`` times, alternating sides run by run; medians per side. ``{side}`` in
+    argv is replaced by the side's name (so each side writes its own output file)."""
     samples: dict[str, list[dict]] = {side: [] for side in envs}
     for _ in range(runs):
         for side, env in envs.items():
             try:
-                samples[side].append(timed(argv, env))
+                samples[side].append(timed([a.replace("{side}", side) for a in argv], env))
             except RuntimeError as exc:          # e.g. the baseline has no retrieval.mode
                 print(f"  ({side}: {str(exc).splitlines()[0][:160]})", file=sys.stderr)
     return {side: medians(s) for side, s in samples.items() if s}
@@ -126,29 +127,36 @@ def environments(baseline_src: str | None) -> dict[str, dict[str, str]]:
 
 def run_all(args: argparse.Namespace, tmp: Path) -> dict:
     envs = environments(args.baseline_src)
+    only = set(args.only.split(",")) if args.only else {"e2e", "build", "run", "validate", "demo"}
     me = [sys.executable, str(Path(__file__).resolve()), "--measure"]
     rageval = [*me, "cli"]
-    print("generating projects …", file=sys.stderr)
-    e2e = synthetic.write_project(tmp / "e2e", 10_000, 1_000)
-    big = synthetic.write_project(tmp / "run5k", 2_000, 5_000, golden_format="yaml")
     figures: dict = {}
-    print("e2e …", file=sys.stderr)
-    figures["e2e"] = paired([*me, "e2e", str(e2e.parent)], envs, args.runs)
-    for mode in MODES[1:]:
-        figures[f"e2e:{mode}"] = paired([*me, "e2e", str(e2e.parent), mode], {"now": envs["now"]}, 1)
-    if not args.skip_100k:
+    print("generating projects …", file=sys.stderr)
+    if "e2e" in only:
+        e2e = synthetic.write_project(tmp / "e2e", 10_000, 1_000)
+        print("e2e …", file=sys.stderr)
+        figures["e2e"] = paired([*me, "e2e", str(e2e.parent)], envs, args.runs)
+        for mode in MODES[1:]:
+            figures[f"e2e:{mode}"] = paired([*me, "e2e", str(e2e.parent), mode], {"now": envs["now"]}, 1)
+    if "build" in only:
         scale = synthetic.write_project(tmp / "build100k", 100_000, 10)
         for mode in MODES:
             print(f"build 100k {mode} …", file=sys.stderr)
             figures[f"build:{mode}"] = paired([*me, "build", str(scale.parent), mode], envs, args.runs)
-    out = tmp / "run5k" / "out.json"
-    print("run 5k …", file=sys.stderr)
-    figures["run"] = paired([*rageval, "run", "--config", str(big), "--out", str(out)], envs, args.runs)
-    figures["size"] = {"now": {"mb": round(out.stat().st_size / 1e6, 2),
-                               "kb_per_case": round(out.stat().st_size / 5_000 / 1e3, 2)}}
-    print("validate 5k …", file=sys.stderr)
-    figures["validate"] = paired([*rageval, "validate", "--config", str(big), "--no-git"], envs, args.runs)
-    figures["demo"] = demo_modes()
+    if only & {"run", "validate"}:
+        big = synthetic.write_project(tmp / "run5k", 2_000, 5_000, golden_format="yaml")
+    if "run" in only:
+        print("run 5k …", file=sys.stderr)
+        out = tmp / "run5k" / "out-{side}.json"
+        figures["run"] = paired([*rageval, "run", "--config", str(big), "--out", str(out)], envs, args.runs)
+        figures["size"] = {side: {"mb": round(size / 1e6, 2), "kb_per_case": round(size / 5_000 / 1e3, 2)}
+                           for side in envs
+                           if (size := Path(str(out).replace("{side}", side)).stat().st_size)}
+    if "validate" in only:
+        print("validate 5k …", file=sys.stderr)
+        figures["validate"] = paired([*rageval, "validate", "--config", str(big), "--no-git"], envs, args.runs)
+    if "demo" in only:
+        figures["demo"] = demo_modes()
     if args.tests:
         started = time.perf_counter()
         subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=ROOT, check=False,
@@ -208,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--baseline-src", default=None, help="a folder holding another rageval package")
-    parser.add_argument("--skip-100k", action="store_true")
+    parser.add_argument("--only", default=None, help="comma-separated: e2e,build,run,validate,demo (default: all)")
     parser.add_argument("--tests", action="store_true", help="also time the test suite once")
     parser.add_argument("--json", default=None, help="also write the figures here")
     parser.add_argument("--measure", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
@@ -219,6 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         figures = run_all(args, Path(tmp))
     figures["machine"] = {"cpus": os.cpu_count(), "python": platform.python_version(), "runs": args.runs}
+    if args.only and args.json and Path(args.json).exists():     # a partial run updates the figures it measured
+        figures = {**json.loads(Path(args.json).read_text(encoding="utf-8")), **figures}
     show(figures)
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")

@@ -34,6 +34,7 @@ SAME_QUESTION_JACCARD = 0.5
 #: Leak check: questions shorter than this (in words) are too generic to look for.
 LEAK_MIN_WORDS = 4
 LEAK_NGRAM = 3
+_LEAK_TEXTS = 2000             # places read into one numpy pass of the leak check
 COVERAGE_LISTED = 100          # per-section counts `validate` prints by name
 
 def _words(text: str) -> list[str]:
@@ -322,23 +323,24 @@ def _gram_hits(questions: Sequence[set[tuple[str, ...]]], texts: Sequence[str]) 
         for a, b, c in grams:
             owners.setdefault((index[a] * size + index[b]) * size + index[c], []).append(n)
     wanted = np.array(sorted(owners), dtype=np.int64)
-    ids: list[int] = []
-    for text in texts:
-        ids.extend([index.get(w, -1) for w in _words(text)])
-        ids.append(-2)                                  # the end of a text: no 3-gram spans two
-    words = np.array(ids, dtype=np.int64)
-    if len(words) < LEAK_NGRAM or not len(wanted):
-        return {}
-    ends = words == -2
-    place = np.cumsum(ends) - ends                      # the text each word belongs to
-    a, b, c = words[:-2], words[1:-1], words[2:]
-    codes = (a * size + b) * size + c
-    found = ((a >= 0) & (b >= 0) & (c >= 0)) & np.isin(codes, wanted)
-    pairs = np.unique(np.stack([place[:-2][found], codes[found]], axis=1), axis=0)
     hits: dict[tuple[int, int], int] = {}
-    for p, code in pairs.tolist():
-        for n in owners[code]:
-            hits[(p, n)] = hits.get((p, n), 0) + 1
+    if not len(wanted):
+        return hits
+    for first in range(0, len(texts), _LEAK_TEXTS):        # a few hundred thousand words at a time
+        ids: list[int] = []
+        for text in texts[first:first + _LEAK_TEXTS]:
+            ids.extend([index.get(w, -1) for w in _words(text)])
+            ids.append(-2)                                  # the end of a text: no 3-gram spans two
+        words = np.array(ids, dtype=np.int64)
+        ends = words == -2
+        place = np.cumsum(ends) - ends + first              # the text each word belongs to
+        a, b, c = words[:-2], words[1:-1], words[2:]
+        codes = (a * size + b) * size + c
+        found = (a >= 0) & (b >= 0) & (c >= 0)
+        found[found] = np.isin(codes[found], wanted)
+        for p, code in np.unique(np.stack([place[:-2][found], codes[found]], axis=1), axis=0).tolist():
+            for n in owners[code]:
+                hits[(p, n)] = hits.get((p, n), 0) + 1
     return dict(sorted(hits.items()))
 
 

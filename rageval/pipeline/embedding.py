@@ -298,7 +298,7 @@ class LocalEmbedder:
             for start, stop in words.batches(_BATCH_TEXTS, _BATCH_WORDS):
                 counts.append(self._counts(words, start, stop))
         out = SparseRows(self.dim)
-        for _, per_row, columns, values in counts.blocks():
+        for per_row, columns, values in counts.take_blocks():         # each block's counts freed once weighed
             out.append_entries(per_row, columns, self._weigh(per_row, columns, values))
         return out
 

@@ -1,4 +1,4 @@
-"""An in-memory vector index: cosine top-k over a dense float32 numpy matrix.
+"""An in-memory vector index: cosine top-k over float32 rows, dense or sparse.
 
 Exact search (no approximation), one matrix product per batch of queries. Results are
 deterministic: sorted by score descending, equal scores by row index ascending. Scores are
@@ -10,8 +10,8 @@ normalises the caller's array in place). Embeddings that are mostly zeros (the l
 30–40 % of 2,048 hashed buckets are used by a chunk) may be given as :class:`SparseRows`, non-zero
 entries only, about half the bytes of the dense float32 matrix (100,000 chunks: ~470 MB instead of
 819 MB); the index multiplies them 1,024 rows at a time, made dense for the product, so the scores
-are bit for bit those of the dense matrix. Query batches are sized so that a batch's score matrix
-stays near 16 million entries.
+are bit for bit those of the dense matrix. Queries are scored in runs whose score matrix stays near
+2 million entries, at most 256 queries per matrix product.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ __all__ = ["SparseRows", "VectorIndex", "ranked"]
 
 _SCORE_DECIMALS = 6
 _QUERY_BATCH = 256          # queries per matrix product at most …
-_SCORES_PER_BATCH = 1 << 22  # … and about this many (query, row) scores per run of queries
+_SCORES_PER_BATCH = 1 << 21  # … and about this many (query, row) scores per run of queries
 _NORM_ROWS = 1024           # rows normalised, or made dense for a product, per step
 
 
@@ -61,6 +61,14 @@ class SparseRows:
         """Add a block given as entries per row, columns and values (row after row)."""
         self._blocks.append((per_row, columns, values))
         self._starts.append(self._starts[-1] + len(per_row))
+
+    def take_blocks(self):
+        """(entries per row, columns, values) of each block, first to last, each removed from these
+        rows as it is handed out (the rows are empty afterwards)."""
+        blocks, self._blocks, self._starts = self._blocks, [], [0]
+        blocks.reverse()
+        while blocks:
+            yield blocks.pop()
 
     def blocks(self):
         """(first row, entries per row, columns, values) of each block."""

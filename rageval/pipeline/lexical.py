@@ -40,6 +40,7 @@ RRF_K = 60                   # the constant of reciprocal-rank fusion
 RRF_DEPTH = 100              # each ranking's depth before fusion, at least
 _MEMO_LIMIT = 500_000        # distinct tokens remembered before the memo starts over
 _POSTINGS_PER_BATCH = 1 << 24
+_WEIGHT_STEP = 1 << 20       # postings weighed per step at build time
 
 
 class Words:
@@ -95,24 +96,28 @@ class Vocabulary:
         return tuple(ids)
 
     def read(self, texts: Sequence[str]) -> Words:
+        """The words of ``texts`` as vocabulary indices (new words are added)."""
         with self._lock:
-            memo = self._memo
-            ids = array.array("i")
-            counts = array.array("q")
-            lookup = memo.__getitem__
-            for text in texts:
-                tokens = text.split()
-                try:
-                    parts = list(map(lookup, tokens))
-                except KeyError:
-                    if len(memo) > _MEMO_LIMIT:
-                        memo.clear()
-                    for token in [t for t in dict.fromkeys(tokens) if t not in memo]:   # first-seen order
-                        memo[token] = self._token(token)
-                    parts = list(map(lookup, tokens))
-                before = len(ids)
-                ids.fromlist(list(itertools.chain.from_iterable(parts)))
-                counts.append(len(ids) - before)
+            return self._read(texts)
+
+    def _read(self, texts: Sequence[str]) -> Words:
+        memo = self._memo
+        ids = array.array("i")
+        counts = array.array("q")
+        lookup = memo.__getitem__
+        for text in texts:
+            tokens = text.split()
+            try:
+                parts = list(map(lookup, tokens))
+            except KeyError:
+                if len(memo) > _MEMO_LIMIT:
+                    memo.clear()
+                for token in [t for t in dict.fromkeys(tokens) if t not in memo]:   # first-seen order
+                    memo[token] = self._token(token)
+                parts = list(map(lookup, tokens))
+            before = len(ids)
+            ids.fromlist(list(itertools.chain.from_iterable(parts)))
+            counts.append(len(ids) - before)
         return Words(np.frombuffer(ids, dtype=np.int32), np.frombuffer(counts, dtype=np.int64))
 
 
@@ -141,12 +146,15 @@ class BM25Index:
         docs, terms, tf = _term_frequencies(words)
         order = np.argsort(terms, kind="stable")                  # term by term, documents ascending
         docs, terms, tf = docs[order], terms[order], tf[order]
+        del order
         df = np.bincount(terms, minlength=len(self.vocabulary))
         idf = np.log(1.0 + (n - df + 0.5) / (df + 0.5))
-        weight = idf[terms] * tf / (tf + K1 * (1.0 - B + B * lengths[docs] / avgdl))
+        self._weights = np.empty(len(docs), dtype=np.float32)
+        for a in range(0, len(docs), _WEIGHT_STEP):              # bounded float64 temporaries
+            t, d, f = terms[a:a + _WEIGHT_STEP], docs[a:a + _WEIGHT_STEP], tf[a:a + _WEIGHT_STEP].astype(np.float64)
+            self._weights[a:a + _WEIGHT_STEP] = idf[t] * f / (f + K1 * (1.0 - B + B * lengths[d] / avgdl))
         self._starts = np.concatenate([[0], np.cumsum(df)]).astype(np.int64)
-        self._docs = docs.astype(np.int32)
-        self._weights = weight.astype(np.float32)
+        self._docs = docs
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -198,19 +206,20 @@ def _batches(cost: np.ndarray, max_rows: int):
 
 
 def _term_frequencies(words: Words) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(document, term, count) of every distinct word of every document, documents ascending."""
+    """(document, term, count) of every distinct word of every document, documents ascending
+    (int32 arrays: a 100,000-chunk corpus has ~7 million of them)."""
     docs, terms, counts = [], [], []
     vocabulary = int(words.ids.max()) + 1 if len(words.ids) else 1
-    for start, stop in words.batches(4096, 1 << 22):
+    for start, stop in words.batches(4096, 1 << 20):
         lo, hi = words.starts[start], words.starts[stop]
         row = np.repeat(np.arange(start, stop, dtype=np.int64), words.counts[start:stop])
         keys, tf = np.unique(row * vocabulary + words.ids[lo:hi], return_counts=True)
-        docs.append(keys // vocabulary)
-        terms.append(keys % vocabulary)
-        counts.append(tf)
+        docs.append((keys // vocabulary).astype(np.int32))
+        terms.append((keys % vocabulary).astype(np.int32))
+        counts.append(tf.astype(np.int32))
     if not docs:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float64)
-    return np.concatenate(docs), np.concatenate(terms), np.concatenate(counts).astype(np.float64)
+        return np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.int32)
+    return np.concatenate(docs), np.concatenate(terms), np.concatenate(counts)
 
 
 def fuse(rankings: Sequence[Sequence[tuple[int, float]]], depth: int) -> list[tuple[int, float]]:

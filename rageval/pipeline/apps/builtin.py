@@ -37,11 +37,11 @@ class Retriever:
         self.embedder: Embedder | None = None if mode == "bm25" else make_embedder(cfg.embedding, client)
         self.index: VectorIndex | None = None
         self.lexical: BM25Index | None = None
+        if mode != "dense":       # first: its build's temporaries are gone before the vector index's
+            self.lexical = BM25Index(texts, ids, vocabulary=getattr(self.embedder, "vocabulary", None))
         if self.embedder is not None:
             self.embedder.fit(texts)
             self.index = VectorIndex(document_rows(self.embedder, texts), ids, copy=False)
-        if mode != "dense":
-            self.lexical = BM25Index(texts, ids, vocabulary=getattr(self.embedder, "vocabulary", None))
         dense = self.embedder.name if self.embedder is not None else ""
         self.name = {"dense": dense, "bm25": "bm25"}.get(mode, f"rrf({dense},bm25)")
         self.deterministic = self.embedder is None or bool(self.embedder.deterministic)
