@@ -27,6 +27,7 @@ import yaml
 
 from rageval.errors import ConfigError, did_you_mean
 from rageval.metrics.base import parse_metric
+from rageval.metrics.judge import JUDGE_PARAMETERS, model_key
 from rageval.metrics.numbers import resolve_units
 from rageval.metrics.rules import validate_refusal_markers
 from rageval.parse import key_lines, parse_yaml  # parse_yaml: also rageval.config's, as before
@@ -88,6 +89,8 @@ class JudgeConfig:
     model: str | None = setting(None, "optstr")              # None: judge and faithfulness report "skipped"
     allow_same_model: bool = setting(False, "bool")
     faithfulness: bool = setting(False, "bool")              # also score claims against context and expected sections
+    faithfulness_calls: str = setting("judge", "choice", choices=("judge", "separate"))  # judge: in the judge's one call
+    always: bool = setting(False, "bool")                    # judge cases that already fail a rule too
     min_agreement: float | None = setting(None, "rate")      # no gating on judge_pass below this measured agreement
     agreement_file: Path | None = setting(None, "path")      # output of `rageval judge-agreement --out`
 
@@ -186,6 +189,7 @@ class Config:
         (only the *name* of the API key variable is ever stored)."""
         data = _plain(asdict(self), self.root)
         data["app"]["headers"] = {k: _header_for_results(v) for k, v in data["app"]["headers"].items()}
+        data["judge"].update(JUDGE_PARAMETERS)   # the evaluator's identity (rageval.metrics.judge.judge_signature)
         return data
 
     def fingerprint(self) -> str:
@@ -241,8 +245,12 @@ MSG_OVERLAP = "{path}{where}: chunking.overlap ({o}) must be smaller than chunki
 MSG_TOP_K = ("{path}{where}: retrieval.k asks for a cut-off of {k} but retrieval.top_k is {t}; "
              "raise top_k or drop that k.")
 MSG_PROMPT = "{path}{where}: generation.prompt: template {p} not found (paths are relative to the config file)."
-MSG_SAME_MODEL = ("{path}{where}: judge.model and generation.model are both '{m}'. A model grading its own "
-                  "answers favours them; use a different judge.model, or set judge.allow_same_model: true.")
+MSG_SAME_MODEL = ("{path}{where}: judge.model '{j}' and generation.model '{g}' are the same model ({m}: case, provider "
+                  "prefix and date suffix aside). A model grading its own answers favours them; use a different "
+                  "judge.model, or set judge.allow_same_model: true.")
+MSG_UNPRICED = ("{path}{where}: llm.max_cost_usd is set, but {key} '{m}' has no price in llm.prices, so its calls "
+                "would count as $0 and the cap could never stop them. Add `llm: {{prices: {{{m}: {{prompt: …, "
+                "completion: …}}}}}}` (USD per 1M tokens), or remove llm.max_cost_usd.")
 MSG_FAITHFULNESS = "{path}{where}: judge.faithfulness needs judge.model (the model that checks claims)."
 MSG_KEY_IN_URL = "{path}{where}: put the API key in an environment variable named by llm.api_key_env, not in the URL."
 MSG_LEAK_FILE = "{path}{where}: golden_checks.leak_files: {p} not found (paths are relative to the config file)."
@@ -473,12 +481,18 @@ def _check_rules(r: _Reader, name: str, s: Any, before: dict[str, Any]) -> None:
             raise r.fail(MSG_PROMPT, "generation.prompt", p=s.prompt)
     if name == "judge":
         generator = before["generation"].model
-        if s.model and generator and s.model == generator and not s.allow_same_model:
-            raise r.fail(MSG_SAME_MODEL, "judge.model", m=s.model)
+        if s.model and generator and model_key(s.model) == model_key(generator) and not s.allow_same_model:
+            raise r.fail(MSG_SAME_MODEL, "judge.model", j=s.model, g=generator, m=model_key(s.model))
         if s.faithfulness and not s.model:
             raise r.fail(MSG_FAITHFULNESS, "judge.faithfulness")
     if name == "llm" and "api_key" in (s.base_url or ""):
         raise r.fail(MSG_KEY_IN_URL, "llm.base_url")
+    if name == "llm" and s.max_cost_usd is not None:  # every model called must have a price, or the cap never bites
+        gen, emb, judge = before["generation"], before["embedding"], before["judge"]
+        for key, model, used in (("generation.model", gen.model, gen.provider == "openai"),
+                                 ("embedding.model", emb.model, emb.provider == "openai"), ("judge.model", judge.model, True)):
+            if used and model is not None and model not in s.prices:
+                raise r.fail(MSG_UNPRICED, "llm.max_cost_usd", key=key, m=model)
     if name == "golden_checks":
         for leak_file in s.leak_files:
             if not leak_file.is_file():

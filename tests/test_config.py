@@ -28,8 +28,14 @@ def write(tmp_path, text):
     ("app: {type: replay}\n", r"app.type is replay, so it needs 'app.path'"),
     ("generation: {provider: openai, model: m, prompt: p.j2}\n", r"template .*p.j2 not found"),
     ("generation: {provider: openai, model: gpt-x, prompt: rageval.yml}\njudge: {model: gpt-x}\n",
-     r"judge.model and generation.model are both 'gpt-x'"),
+     r"judge.model 'gpt-x' and generation.model 'gpt-x' are the same model \(gpt-x\b"),
+    ("generation: {provider: openai, model: gpt-4o-mini, prompt: rageval.yml}\njudge: {model: openai/GPT-4o-mini-2024-07-18}\n",
+     r"judge.model 'openai/GPT-4o-mini-2024-07-18' and generation.model 'gpt-4o-mini' are the same model \(gpt-4o-mini:"),
     ("judge: {faithfulness: true}\n", r"judge.faithfulness needs judge.model"),
+    ("judge: {model: j, faithfulness_calls: both}\n", r"'judge.faithfulness_calls' must be one of judge, separate"),
+    ("judge: {model: gpt-4.1}\nllm: {max_cost_usd: 0.001, prices: {gpt-4o: {prompt: 2.5}}}\n",
+     r"line 4: llm.max_cost_usd is set, but judge.model 'gpt-4.1' has no price in llm.prices, .*"
+     r"Add `llm: \{prices: \{gpt-4.1: \{prompt: …, completion: …\}\}\}` \(USD per 1M tokens\), or remove llm.max_cost_usd"),
     ("checks: {units: [furlongs]}\n", r"checks.units"),
     ("llm: {prices: {m: {input: 1}}}\n", r"unknown key 'llm.prices.m.input'"),
 ])
@@ -94,3 +100,13 @@ def test_a_project_folder_is_accepted_where_a_config_file_is(run_cli, tmp_path):
     assert out.startswith("ok: rageval.yml: golden set banhang-returns v4 (123 cases)")
     code, _, err = run_cli("run", tmp_path)
     assert code == 2 and f"{tmp_path / 'rageval.yml'}: config file not found" in err
+
+
+def test_judge_defaults_and_the_evaluator_identity_in_the_resolved_config(tmp_path):
+    from rageval.metrics.judge import JUDGE_PROMPT_VERSION
+    cfg = load_config(write(tmp_path, "judge: {model: gpt-4.1, faithfulness: true}\n"
+                                      "llm: {max_cost_usd: 1, prices: {gpt-4.1: {prompt: 2, completion: 8}}}\n"))
+    assert (cfg.judge.always, cfg.judge.faithfulness_calls) == (False, "judge")
+    judge = cfg.to_dict()["judge"]
+    assert judge["prompt_version"] == JUDGE_PROMPT_VERSION and judge["temperature"] == 0.0
+    assert load_config(write(tmp_path, "judge: {model: j, always: true, faithfulness_calls: separate}\n")).judge.always

@@ -36,7 +36,8 @@ import jinja2
 from rageval.config import ReportConfig
 from rageval.gate.verdict import STATE_RULES, Reason, Verdict
 from rageval.golden.set import is_holdout
-from rageval.results import CaseResult, RunResult
+from rageval.metrics.faithfulness import claim_readings
+from rageval.results import CaseResult, Cost, RunResult
 
 GITHUB_COMMENT_LIMIT = 65_536
 #: default budget: the limit minus room for the hidden marker and anything the caller appends
@@ -296,6 +297,25 @@ def _case_sections(verdict: Verdict, cases: _Cases, max_cases: int, max_rows: in
     }
 
 
+def _cost_rows(cost: Cost, rerun: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """One row per stage: the first run's calls, cache hits, tokens and USD, and the re-runs'."""
+    again = (rerun or {}).get("stages") or {}
+    rows = []
+    for stage in sorted({*cost.stages, *again}):
+        first = cost.stages[stage].to_dict() if stage in cost.stages else {}
+        rows.append({"stage": stage, "first": first, "rerun": again.get(stage) or {}})
+    return rows
+
+
+def _judging(candidate: RunResult) -> dict[str, Any]:
+    """What the judge-based numbers rest on: the three readings of the per-claim verdicts, and
+    how many cases were not judged because they already failed a rule."""
+    claims = claim_readings(c.checks["faithfulness"].details for c in candidate.cases if "faithfulness" in c.checks)
+    not_judged = sum(1 for c in candidate.cases
+                     if "judge" in c.checks and c.checks["judge"].reason.startswith("not judged: failed rules"))
+    return {"claims": claims, "not_judged": not_judged}
+
+
 def _context(verdict: Verdict, baseline: RunResult | None, candidate: RunResult,
              cfg: ReportConfig, title: str | None, limits: tuple[int, int, int]) -> dict[str, Any]:
     max_cases, max_rows, max_reasons = limits
@@ -304,6 +324,8 @@ def _context(verdict: Verdict, baseline: RunResult | None, candidate: RunResult,
     icon, outcome = _outcome(verdict)
     runs = verdict.reran.get("runs") or {}
     n_runs = max(len(v) for v in runs.values()) if runs else 1 + (1 if verdict.reran.get("full") else 0)
+    # the re-runs' cost: in the candidate when this process ran them, else as the verdict recorded it
+    rerun = candidate.cost.rerun.to_dict() if candidate.cost.rerun is not None else verdict.reran.get("cost")
     return {
         "icon": icon, "outcome": outcome, "title": title if title is not None else cfg.title,
         "headline": _headline(verdict), "verdict": verdict, "golden": verdict.golden,
@@ -318,6 +340,7 @@ def _context(verdict: Verdict, baseline: RunResult | None, candidate: RunResult,
         "ci_rows": [(m, ci) for m, ci in verdict.stats.get("bootstrap", {}).items()
                     if ci["delta"] != 0 or ci["low"] != ci["high"]],
         "cost": candidate.cost.to_dict(), "timings": dict(candidate.timings),
+        "rerun_cost": rerun, "cost_rows": _cost_rows(candidate.cost, rerun), **_judging(candidate),
         "budget_stopped": sum(1 for c in candidate.cases if "budget exceeded" in (c.error or "")),
         "answer_max": ANSWER_MAX_CHARS, "question_max": QUESTION_MAX_CHARS,
         **_case_sections(verdict, cases, max_cases, max_rows),

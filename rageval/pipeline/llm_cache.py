@@ -52,6 +52,7 @@ class ResponseCache:
             return None
         if kind == "chat":
             ok = (isinstance(response.get("text"), str) and isinstance(response.get("model"), str)
+                  and isinstance(response.get("refusal"), str | None)
                   and is_count(response.get("prompt_tokens")) and is_count(response.get("completion_tokens")))
         else:
             vector = response.get("embedding")

@@ -48,22 +48,28 @@ def _usage(data: dict[str, Any]) -> tuple[int, int]:
 
 
 def parse_chat(body: str, model: str) -> dict[str, Any]:
-    """``{text, prompt_tokens, completion_tokens, model}`` of a chat completion body."""
+    """``{text, refusal, prompt_tokens, completion_tokens, model}`` of a chat completion body.
+
+    A refusal (``message.refusal`` a string, as OpenAI sends it with ``content: null``) is kept
+    apart from the content — ``text`` is then the content or "" — so a caller can tell a model
+    that declined from one that answered."""
     data = _load(body)
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise MalformedResponse("no 'choices' in the chat completion")
     message = choices[0].get("message")
-    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(message, dict):
+        raise MalformedResponse("choices[0].message is not an object")
+    content, refusal = message.get("content"), message.get("refusal")
+    if not isinstance(refusal, str):
+        refusal = None
     if not isinstance(content, str):
-        refusal = message.get("refusal") if isinstance(message, dict) else None
-        if isinstance(refusal, str):
-            content = refusal
-        else:
+        if refusal is None:
             raise MalformedResponse("choices[0].message.content is not a string")
+        content = ""
     prompt, completion = _usage(data)
     served = data.get("model")
-    return {"text": content, "prompt_tokens": prompt, "completion_tokens": completion,
+    return {"text": content, "refusal": refusal, "prompt_tokens": prompt, "completion_tokens": completion,
             "model": served if isinstance(served, str) and served else model}
 
 
