@@ -33,7 +33,6 @@ argument (``rageval.pipeline.llm.LLMClient`` or anything with its ``chat`` signa
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -41,6 +40,7 @@ from typing import Any, Generic, TypeVar
 from rageval.errors import MalformedOutput, ModelError
 from rageval.metrics.base import CheckResult
 from rageval.metrics.replies import SNIPPET_CHARS, first_json_object, snippet, verdict_word
+from rageval.models import model_key
 
 STAGE_JUDGE = "judge"
 #: Bump whenever a judge-family prompt (judge, judge with claims, pairwise, claim extraction,
@@ -327,22 +327,10 @@ def judge_pair(client: Any, model: str, question: str, expected_answer: str, exp
 
 # --- evaluator identity ---------------------------------------------------------------------
 
-_DATE_SUFFIX = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{8})$")
-
-
-def model_key(name: str) -> str:
-    """The model a name denotes, for "is the judge the generator?" and judge comparability:
-    case folded, a provider prefix (``openai/``) and a ``:latest`` tag dropped, and a release
-    date suffix (``-2024-07-18``, ``-20241022``) removed. ``GPT-4o-mini``,
-    ``gpt-4o-mini-2024-07-18`` and ``openai/gpt-4o-mini`` are all ``gpt-4o-mini``."""
-    key = name.strip().casefold().rsplit("/", 1)[-1].removesuffix(":latest")
-    return _DATE_SUFFIX.sub("", key)
-
-
 def judge_signature(config: Any) -> dict[str, Any] | None:
     """What must be equal for two runs' judge-based metrics (``judge_pass``, ``faithfulness``,
     ``groundedness``) to be compared, read from a RunResult's ``config``: the judge model
-    (:func:`model_key`), the prompt version, the temperature, whether faithfulness is scored and
+    (``rageval.models.model_key``), the prompt version, the temperature, whether faithfulness is scored and
     by which calls, and whether cases failing the rules are judged (``always``). None when no
     judge ran. A key the config lacks (a RunResult from before prompt versions) reads as that
     version's behaviour: prompt version None, temperature 0, separate faithfulness calls, every

@@ -26,7 +26,8 @@ from rageval.errors import RagevalError
 from rageval.golden import lifecycle
 from rageval.golden.corpus import Corpus, load_corpus
 from rageval.golden.set import Case, GoldenSet, load_golden
-from rageval.metrics.aggregate import summarize
+from rageval.metrics.aggregate import summarize, verdict_of
+from rageval.metrics.judge import JUDGE_PARAMETERS
 from rageval.metrics.numbers import check_numbers
 from rageval.metrics.retrieval import case_metrics, first_relevant_rank
 from rageval.metrics.rules import (
@@ -42,7 +43,6 @@ from rageval.pipeline.apps.replay import ReplayApp
 from rageval.pipeline.judging import CaseJudge, ModelJudge
 from rageval.pipeline.llm import LLMClient
 from rageval.results import (
-    ERROR,
     FAIL,
     CaseResult,
     CheckResult,
@@ -204,13 +204,10 @@ def score_case(case: Case, trace: Trace, corpus: Corpus, cfg: Config, judge: Cas
         checks["judge"] = CheckResult.skipped("no answer: retrieval-only case")
     else:
         checks.update(judge.check(case, trace, source, [n for n in RULE_CHECKS if checks[n].status == FAIL]))
-    scored = base.replace(context_tokens=None if tokens is None else sum(tokens[: len(trace.context)]),
-                          first_relevant_rank=rank, metrics=metrics, checks=checks)
-    errors = [f"{name}: {c.reason}" for name, c in checks.items() if c.status == ERROR]
-    if errors:
-        return scored.replace(error="; ".join(errors))
-    failures = tuple(f"{name}: {c.reason}" for name, c in checks.items() if c.status == FAIL)
-    return scored.replace(failures=failures, passed=not failures)
+    passed, failures, error = verdict_of(checks)
+    return base.replace(context_tokens=None if tokens is None else sum(tokens[: len(trace.context)]),
+                        first_relevant_rank=rank, metrics=metrics, checks=checks, passed=passed,
+                        failures=failures, error=error)
 
 
 def _retrieval(case: Case, trace: Trace, tokens: list[int] | None, cfg: Config
@@ -234,6 +231,8 @@ def _retrieval(case: Case, trace: Trace, tokens: list[int] | None, cfg: Config
 def build_result(ev: Evaluation, cases: list[CaseResult], timings: dict[str, float], cost: Cost) -> RunResult:
     names = ev.cfg.metric_names()
     golden = ev.golden.describe(ev.subset)
+    config = ev.cfg.to_dict()
+    config["judge"].update(JUDGE_PARAMETERS)     # the evaluator's identity: rageval.metrics.judge.judge_signature
     return RunResult(
         tool={"name": "rageval", "version": __version__},
         created_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -242,7 +241,7 @@ def build_result(ev: Evaluation, cases: list[CaseResult], timings: dict[str, flo
         corpus={"sections": ev.snapshots[1]},
         golden_checks=ev.golden_checks,
         app={"name": getattr(ev.app, "name", type(ev.app).__name__), "deterministic": ev.deterministic},
-        config=ev.cfg.to_dict(),
+        config=config,
         config_fingerprint=ev.cfg.fingerprint(),
         metric_names=tuple(names),
         summary=summarize(cases, names),

@@ -133,11 +133,16 @@ def test_passed_report_with_flaky_case_matches_golden_file():
 
 
 def test_not_comparable_report_matches_golden_file():
-    before, after = chunk200(version=2), chunk200()
+    old = chunk200(version=2)       # golden v2 asked q02 and q04 in other words
+    before = old.replace(cases=tuple(c.replace(question=c.question + " (v2)") if c.id in ("q02", "q04") else c
+                                     for c in old.cases))
+    after = chunk200()
     verdict = evaluate(before, after, GateConfig(floors={"hit@3": 0.95, "mrr@5": 0.85}, max_drop={"mrr@5": 0.0}))
     text = render_markdown(verdict, before, after, ReportConfig())
-    assert text.splitlines()[0] == ("### ⚠️ RAG eval gate: passed (not comparable) — baseline golden set version 2 ≠ "
-                                    "candidate version 3, so only floors and zero-tolerance apply")
+    assert text.splitlines()[0] == (
+        "### ⚠️ RAG eval gate: passed (not comparable) — only 3 of the PR's 5 cases are unchanged since the baseline "
+        "(golden set v2 → v3: 2 changed); at least 10 are needed to compare (gate.min_common_cases 10, and half of "
+        "the PR's cases), so only floors and zero-tolerance apply")
     assert "v3 (sha256 `9f86d081884c`), baseline v2 — not comparable: floors and zero-tolerance only" in text
     check_golden("report_not_comparable", text)
 
@@ -195,8 +200,9 @@ NASTY = "Xem </details> ngay @channel\n```\n<script>alert(1)</script>\n````` | `
 
 
 def test_model_text_cannot_break_out_of_the_report():
-    before = run([case("q1", 1, "ok", question="q?"), case("q2", 1, "ok")])
-    bad = case("q1", 2, NASTY, question="Hỏi <script>x</script> @channel | a\nb `c`",
+    question = "Hỏi <script>x</script> @channel | a\nb `c`"
+    before = run([case("q1", 1, "ok", question=question), case("q2", 1, "ok")])
+    bad = case("q1", 2, NASTY, question=question,
                checks={"judge": CheckResult.fail("says </details> and @here")})
     after = run([bad, case("q2", 1, "ok")])
     verdict = evaluate(before, after, GateConfig())

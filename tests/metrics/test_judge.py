@@ -23,12 +23,12 @@ from rageval.metrics.judge import (
     judge_messages,
     judge_pair,
     judge_signature,
-    model_key,
     pair_messages,
     parse_pair,
     parse_verdict,
 )
 from rageval.metrics.labels import parse_labels
+from rageval.models import model_key
 from rageval.pipeline.llm import LLMClient
 
 JUDGE_MODEL = "judge-model"
