@@ -1,6 +1,7 @@
-"""Model-stack bench: LLM calls, tokens and wall time per case of rageval's full model stack
-(generation + judge + faithfulness) on the banhang golden set, and — side by side on the same
-cases and the same local server — the faithfulness metrics of Ragas and DeepEval.
+"""Model-stack bench: LLM calls, tokens and wall time per case of rageval's model stack
+(generation + judge, with the claims for faithfulness) on the banhang golden set, and — side by
+side on the same cases, the same local server and in one run — the faithfulness metrics of Ragas
+and DeepEval.
 
 Everything talks to ``tests/openai_server.py`` (an OpenAI-compatible server on 127.0.0.1, an
 ephemeral port) whose responder gives well-formed JSON to every prompt the three tools send. The
@@ -8,24 +9,29 @@ replies are mechanical, not intelligent (a claim is "supported" when its text oc
 source), so the scores are a sanity check only; the calls, tokens and wall times are the point.
 A socket guard refuses, and records, any connection or DNS look-up that is not loopback.
 
-Our stack (needs only the project's own dependencies):
+Our stack is measured in three settings (:data:`MODES`), each with its own response cache:
+rules first then one judge call returning verdict and claims (the default); every case judged
+(``judge.always: true``, what 0.1.0 did); and every case judged with faithfulness in two calls of
+its own (``judge.faithfulness_calls: separate``, the 0.1.0 stack). ``rules_first`` in the results
+counts the judge-stage calls on the cases that fail a rule, before (every case judged) and after
+(rules first); ``gate_rerun`` runs ``rageval gate`` twice and checks that the unchanged second run
+reports its re-run calls exactly as the server counted them.
+
+Our stack alone (needs only the project's own dependencies):
 
     python bench/bench_model.py --only ours                   # all 123 cases, cold then warm cache
     python bench/bench_model.py --only ours --cases 20
 
 Ragas and DeepEval are not project dependencies; install them in a separate venv that sees the
-system packages, then run the same script there (results merge into one file). Ragas 0.4.3
-imports ``langchain_community.chat_models.vertexai``, which langchain-community 0.4 removed, hence
-the pin:
+system packages and run all three there, in one process. Ragas 0.4.3 imports
+``langchain_community.chat_models.vertexai``, which langchain-community 0.4 removed, hence the pin:
 
     python -m venv /tmp/benchvenv --system-site-packages
-    /tmp/benchvenv/bin/pip install ragas "langchain-community<0.4"
-    /tmp/benchvenv/bin/pip install deepeval "langchain-community<0.4"
-    /tmp/benchvenv/bin/python bench/bench_model.py --only ragas
-    /tmp/benchvenv/bin/python bench/bench_model.py --only deepeval
+    /tmp/benchvenv/bin/pip install ragas deepeval "langchain-community<0.4"
+    /tmp/benchvenv/bin/python bench/bench_model.py --only all
 
-(The venv's openai SDK is 1.x, which Ragas and DeepEval need; run ``--only ours`` with the
-project's own interpreter, so our numbers come from the SDK the package ships with.)
+(The venv's openai SDK is 1.x, which Ragas and DeepEval need and which the package accepts,
+``openai>=1.40``; the calls and tokens do not depend on the SDK.)
 
 ``--only all`` (the default) runs whatever is importable in one process and records
 ``"not installed"`` (with the pip command) for the rest. Each run merges its sections into
@@ -68,6 +74,7 @@ for _p in (ROOT, ROOT / "tests"):
 
 from openai_server import OpenAIServer
 
+from rageval import flow
 from rageval.config import load_config
 from rageval.metrics.faithfulness import EXTRACT_SYSTEM, VERIFY_SYSTEM, check_faithfulness
 from rageval.metrics.judge import JUDGE_CLAIMS_SYSTEM, JUDGE_SYSTEM, NO_SOURCES
@@ -553,6 +560,31 @@ def run_ours_faithfulness(server: OpenAIServer, recorder: Recorder, workdir: Pat
     return out
 
 
+def run_gate_rerun(server: OpenAIServer, workdir: Path, *, subset: str) -> dict[str, Any]:
+    """``rageval gate`` on the example twice, no baseline: the second, unchanged run answers from the
+    cache and re-runs the failing cases with the cache bypassed. Its report must count those re-run
+    calls exactly as the server did."""
+    project = workdir / "banhang-gate"
+    shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns(".rageval-cache"))
+    cfg = load_config(project / CONFIG_NAME)
+    env = {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": BENCH_KEY}
+    runs = []
+    for _ in range(2):
+        before = server.calls["chat"]
+        outcome = flow.gate(cfg, None, evaluation=prepare(cfg, subset=subset, env=env))
+        cost = outcome.candidate.cost
+        runs.append({"server_calls": server.calls["chat"] - before, "first_run_calls": cost.calls_total,
+                     "rerun_calls": cost.rerun.calls_total if cost.rerun else 0,
+                     "verdict_rerun_calls": (outcome.verdict.reran.get("cost") or {}).get("calls_total", 0),
+                     "cases_rechecked": len(outcome.verdict.reran.get("targeted") or ()),
+                     "report_line": next((line for line in outcome.markdown.splitlines()
+                                          if line.startswith("**Re-run cost**")), None)})
+    warm = runs[1]
+    return {"subset": subset, "cold": runs[0], "unchanged": warm,
+            "agrees": warm["first_run_calls"] == 0 and warm["rerun_calls"] == warm["verdict_rerun_calls"]
+                      == warm["server_calls"] > 0}
+
+
 # --- Ragas and DeepEval -------------------------------------------------------------------------
 
 def _version(module: str) -> str | None:
@@ -726,6 +758,7 @@ def bench(only: str, cases: int | None, subset: str | None, latency_ms: float) -
             section = ours["section"]
             section["faithfulness_only"] = run_ours_faithfulness(server, recorder, Path(tmp), ours["inputs"],
                                                                  ours["judge_model"], ours["llm_cfg"])
+            section["gate_rerun"] = run_gate_rerun(server, Path(tmp), subset=subset or "pr")
             out["ours"] = section
         for tool in tools:
             if tool == "ours":

@@ -56,6 +56,11 @@ class StageCost:
         return cls(usd=r.num(data.get("usd", 0.0), f"{key}.usd", minimum=0.0), **ints)  # type: ignore[arg-type]
 
 
+def _given(data: Mapping[str, Any], name: str) -> Any:
+    """The value of an optional mapping key: {} when absent or null (anything else is checked)."""
+    return {} if data.get(name) is None else data[name]
+
+
 def _add(into: dict[str, StageCost], stages: Mapping[str, StageCost], sign: int = 1) -> None:
     for stage, cost in stages.items():
         base = into.get(stage, StageCost())
@@ -146,10 +151,10 @@ class Cost:
         ints = {n: r.int_(data.get(n, 0), f"{key}.{n}") for n in ("calls_total", "prompt_tokens", "completion_tokens",
                                                                     "cache_hits")}
         stages = {str(s): StageCost.from_dict(c, f"{key}.stages.{s}", r)
-                  for s, c in r.obj(data.get("stages") or {}, f"{key}.stages").items()}
+                  for s, c in r.obj(_given(data, "stages"), f"{key}.stages").items()}
         by_case = {str(i): {str(s): StageCost.from_dict(c, f"{key}.by_case.{i}.{s}", r)
                             for s, c in r.obj(v, f"{key}.by_case.{i}").items()}
-                   for i, v in r.obj(data.get("by_case") or {}, f"{key}.by_case").items()}
+                   for i, v in r.obj(_given(data, "by_case"), f"{key}.by_case").items()}
         rerun = None if data.get("rerun") is None else cls.from_dict(data["rerun"], f"{key}.rerun", r, nested=True)
         return cls(calls={str(k): r.int_(v, f"{key}.calls.{k}") for k, v in r.obj(data.get("calls") or {},  # type: ignore[misc]
                                                                                      f"{key}.calls").items()},

@@ -196,3 +196,16 @@ def test_table_lists_a_row_per_tool_with_the_measured_numbers(ours):
     assert "(generation 1 + judge 1) | 2 |" in lines[3] and "(generation 1 + judge 1 + faithfulness 2) | 4 |" in lines[4]
     assert all(line.endswith("| 0 |") for line in lines[2:5])
     assert lines[5].startswith("| deepeval | FaithfulnessMetric | not installed")
+
+
+def test_an_unchanged_gate_counts_its_re_run_calls_as_the_server_did(tmp_path):
+    with OpenAIServer(responder=bench.Recorder()) as server:
+        out = bench.run_gate_rerun(server, tmp_path, subset="pr")
+    warm = out["unchanged"]
+    assert warm["first_run_calls"] == 0 and warm["cases_rechecked"] > 0
+    assert warm["rerun_calls"] == warm["verdict_rerun_calls"] == warm["server_calls"] > 0
+    assert warm["report_line"].startswith(f"**Re-run cost** (cache bypassed, to confirm the decision): "
+                                          f"{warm['server_calls']} model calls")
+    assert out["agrees"] is True
+    cold = out["cold"]
+    assert cold["first_run_calls"] + cold["rerun_calls"] == cold["server_calls"]

@@ -168,3 +168,18 @@ def test_an_unpriced_judge_with_a_budget_is_refused_at_validate_and_makes_no_cal
             assert "llm.max_cost_usd is set, but judge.model 'gpt-4.1' has no price in llm.prices" in err
             assert "prices: {gpt-4.1: {prompt: …, completion: …}}" in err
         assert server.calls["chat"] == 0
+
+
+def test_a_baselines_repeats_are_counted_as_re_runs(demo, run_cli, monkeypatch, tmp_path):
+    monkeypatch.setenv("OPENAI_API_KEY", SENTINEL)
+    out = tmp_path / "baseline.json"
+    with OpenAIServer(responder=responder) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        code, _, err = run_cli("baseline", "--config", demo / "rageval-openai.yml", "--subset", "pr", "--repeats", "3",
+                               "--out", out)
+        assert code == 0, err
+        total = server.calls["chat"]
+    cost = json.loads(out.read_text(encoding="utf-8"))["cost"]
+    first, rerun = cost["calls_total"], cost["rerun"]["calls_total"]
+    assert first + rerun == total and rerun == 2 * first           # two repeats, cache bypassed, each a full run
+    assert cost["rerun"]["calls"] == {stage: 2 * n for stage, n in cost["calls"].items()}
