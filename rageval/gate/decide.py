@@ -43,8 +43,8 @@ from rageval.gate.compare import Comparison, compare
 from rageval.gate.golden_rules import with_golden_checks
 from rageval.gate.thresholds import Context, RerunFn, pipeline_of
 from rageval.gate.verdict import Reason, Verdict, freeze
-from rageval.metrics.aggregate import recomputed, summarize
 from rageval.golden.set import Case
+from rageval.metrics.aggregate import recomputed, summarize
 from rageval.results import CaseResult, CheckResult, RunResult
 
 MAX_IDS_IN_MESSAGE = 10

@@ -34,6 +34,8 @@ from typing import Any
 import jinja2
 
 from rageval.config import ReportConfig
+from rageval.gate import ablation
+from rageval.gate.format import fmt, fmt_delta
 from rageval.gate.verdict import STATE_RULES, Reason, Verdict
 from rageval.golden.set import is_holdout
 from rageval.metrics.faithfulness import claim_readings
@@ -59,33 +61,6 @@ _ENTITY_RE = re.compile(r"&(?=[#A-Za-z0-9])|<(?=[A-Za-z/!?])|[>|`\\\[\]]")
 _MENTION_RE = re.compile(r"(?<!\w)@(?=[\w-])")
 _STATUS = {"pass": "✅", "fail": "❌", "warn": "⚠️ not significant", "n/a": "n/a",
            "insufficient_data": "⚠️ insufficient data"}
-
-
-EPS = 1e-9
-
-
-# --- numbers ---------------------------------------------------------------------------------
-
-def fmt(value: float | None, other: float | None = None) -> str:
-    """Two decimals; more (up to 4) when two decimals would print ``value`` equal to ``other``
-    although they differ (0.845 vs a floor of 0.85). None prints ``n/a``."""
-    if value is None:
-        return "n/a"
-    for digits in (2, 3, 4):
-        text = f"{value:.{digits}f}"
-        if other is None or abs(value - other) <= EPS or text != f"{other:.{digits}f}":
-            return text
-    return f"{value:.4f}"
-
-
-def fmt_delta(value: float | None) -> str:
-    """``+0.05`` / ``−0.27`` (a real minus sign) / ``0.00``; None prints ``n/a``."""
-    if value is None:
-        return "n/a"
-    text = f"{value:+.2f}"
-    if float(text) == 0.0:
-        return "0.00"
-    return text.replace("-", "−")
 
 
 # --- escaping --------------------------------------------------------------------------------
@@ -433,3 +408,20 @@ def render_noise(result: RunResult) -> str:
     return (f"noise over {noise.runs_executed if noise else 1} runs: {shown or 'none measured'}; "
             f"flaky cases: {', '.join(result.flaky) or 'none'}")
 
+
+def render_terminal(verdict: Verdict, *, title: str = "RAG eval gate") -> str:
+    """What `rageval gate` prints: the summary line, every reason, and under each blocking metric
+    the knobs the drop was attributed to."""
+    found = ablation.from_dict(verdict.attribution) if verdict.attribution else None
+    lines = [render_summary_line(verdict, title=title)]
+    shown: set[str] = set()
+    for reason in verdict.reasons:
+        lines.append(f"  {'BLOCK' if reason.blocking else 'note '} {reason.message}")
+        metric = "numbers_pass" if reason.rule == "zero_tolerance" else reason.metric
+        part = found.for_metric(metric) if found and reason.blocking and metric not in shown else None
+        if part is not None:
+            shown.add(part.metric)
+            lines += [f"        ↳ {line}" for line in part.lines()]
+    if found is not None:
+        lines.append(f"  {ablation.footer(found)}")
+    return "\n".join(lines) + "\n"

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from rageval.config import GateConfig
 from rageval.gate import stats
-from rageval.gate.report import fmt, fmt_delta
+from rageval.gate.format import fmt, fmt_delta
 from rageval.gate.verdict import Reason
 from rageval.metrics.base import parse_metric
 from rageval.results import RunResult
