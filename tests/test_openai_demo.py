@@ -183,3 +183,27 @@ def test_a_baselines_repeats_are_counted_as_re_runs(demo, run_cli, monkeypatch, 
     first, rerun = cost["calls_total"], cost["rerun"]["calls_total"]
     assert first + rerun == total and rerun == 2 * first           # two repeats, cache bypassed, each a full run
     assert cost["rerun"]["calls"] == {stage: 2 * n for stage, n in cost["calls"].items()}
+
+
+def test_a_judge_model_change_shows_judge_metrics_but_does_not_gate_them(demo, run_cli, monkeypatch, tmp_path):
+    cfg = demo / "rageval-openai.yml"
+    monkeypatch.setenv("OPENAI_API_KEY", SENTINEL)
+    with OpenAIServer(responder=responder) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        code, _, err = run_cli("baseline", "--config", cfg, "--subset", "pr", "--out", tmp_path / "base.json")
+        assert code == 0, err
+        text = cfg.read_text(encoding="utf-8").replace("judge: {model: gpt-4o,", "judge: {model: gpt-4.1,")
+        cfg.write_text(text.replace("gpt-4o: {prompt: 2.50, completion: 10.00}",
+                                    "gpt-4.1: {prompt: 2.00, completion: 8.00}"), encoding="utf-8")
+        code, _, err = run_cli("gate", "--config", cfg, "--subset", "pr", "--baseline", tmp_path / "base.json",
+                               "--out", tmp_path / "verdict.json", "--report-md", tmp_path / "report.md")
+    verdict = json.loads((tmp_path / "verdict.json").read_text(encoding="utf-8"))
+    base = json.loads((tmp_path / "base.json").read_text(encoding="utf-8"))
+    assert base["config"]["judge"]["prompt_version"] == "2"
+    changed = [r for r in verdict["reasons"] if r["rule"] == "judge_changed"]
+    assert len(changed) == 1 and changed[0]["blocking"] is False
+    assert "gpt-4o" in changed[0]["message"] and "gpt-4.1" in changed[0]["message"]
+    assert "not compared" in changed[0]["message"]
+    assert not any(r["metric"] in ("judge_pass", "faithfulness", "groundedness") and r["blocking"]
+                   for r in verdict["reasons"])
+    assert "the judge changed" in (tmp_path / "report.md").read_text(encoding="utf-8")
