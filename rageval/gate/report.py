@@ -291,6 +291,21 @@ def _judging(candidate: RunResult) -> dict[str, Any]:
     return {"claims": claims, "not_judged": not_judged}
 
 
+def _attribution(verdict: Verdict) -> dict[str, Any]:
+    """The attribution lines under each blocking reason (by reason message), and the footer."""
+    found = ablation.from_dict(verdict.attribution) if verdict.attribution else None
+    attributed: dict[str, list[str]] = {}
+    shown: set[str] = set()
+    for reason in verdict.blocking_reasons:
+        metric = "numbers_pass" if reason.rule == "zero_tolerance" else reason.metric
+        part = found.for_metric(metric) if found and metric not in shown else None
+        if part is not None:
+            shown.add(part.metric)
+            attributed[reason.message] = part.lines()
+    return {"attribution": found, "attributed": attributed,
+            "attribution_footer": ablation.footer(found) if found else ""}
+
+
 def _context(verdict: Verdict, baseline: RunResult | None, candidate: RunResult,
              cfg: ReportConfig, title: str | None, limits: tuple[int, int, int]) -> dict[str, Any]:
     max_cases, max_rows, max_reasons = limits
@@ -319,6 +334,7 @@ def _context(verdict: Verdict, baseline: RunResult | None, candidate: RunResult,
         "rerun_cost": rerun, "cost_rows": _cost_rows(candidate.cost, rerun), **_judging(candidate),
         "budget_stopped": sum(1 for c in candidate.cases if "budget exceeded" in (c.error or "")),
         "answer_max": ANSWER_MAX_CHARS, "question_max": QUESTION_MAX_CHARS,
+        **_attribution(verdict),
         **_case_sections(verdict, cases, max_cases, max_rows),
         **_golden_changes(verdict, baseline, candidate, max_rows),
     }
