@@ -48,6 +48,44 @@ from rageval.pipeline.runner import Evaluation, prepare
 from rageval.results import load_result
 
 
+class SafeStream:
+    """A text stream whose reader may leave (`rageval gate … | head`): once the pipe is closed,
+    writes are dropped and the file descriptor is pointed at /dev/null, so neither a later write
+    nor the interpreter's last flush fails. The exit code stays the command's — a blocked gate
+    exits 1 whatever happens to its output."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream, self.pipe_closed = stream, False
+
+    def write(self, text: str) -> int:
+        if not self.pipe_closed:
+            try:
+                self.stream.write(text)
+            except BrokenPipeError:
+                self._reader_left()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.pipe_closed:
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                self._reader_left()
+
+    def isatty(self) -> bool:
+        return not self.pipe_closed and self.stream.isatty()
+
+    def _reader_left(self) -> None:
+        self.pipe_closed = True
+        try:
+            fd = self.stream.fileno()
+        except (AttributeError, OSError, ValueError):
+            return                                  # not a real file (a test's buffer): nothing to redirect
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+
+
 class ProgressPrinter:
     """A bar on a TTY; otherwise a line every 10% (or at least every 5 seconds)."""
 
@@ -148,7 +186,7 @@ def build_evaluation(cfg: Config, subset: str | None, app_spec: str | None) -> E
 
 def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     cfg = load_config(args.config)
-    result = build_evaluation(cfg, args.subset, args.app).run(progress=ProgressPrinter("rageval run"))
+    result = build_evaluation(cfg, args.subset, args.app).run(progress=ProgressPrinter("rageval run", args.err))
     if args.out:
         write_json(args.out, result)
     out.write(report.render_run_table(result) + "\n")
@@ -160,7 +198,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
 def cmd_baseline(args: argparse.Namespace, out: TextIO) -> int:
     cfg = load_config(args.config)
     ev = build_evaluation(cfg, args.subset, None)
-    result = flow.run_repeats(ev, args.repeats, progress=ProgressPrinter("rageval baseline"))
+    result = flow.run_repeats(ev, args.repeats, progress=ProgressPrinter("rageval baseline", args.err))
     write_json(args.out, result)
     out.write(report.render_run_table(result) + "\n" + report.render_noise(result) + "\n")
     out.write(f"wrote {args.out}\n")
@@ -171,15 +209,13 @@ def cmd_gate(args: argparse.Namespace, out: TextIO) -> int:
     cfg = load_config(args.config)
     baseline = load_result(args.baseline) if args.baseline else None
     if args.candidate:
-        candidate = load_result(args.candidate)
-        tag = candidate.golden.subset
-        # the candidate's subset, by tag, so a subset case the candidate lacks still counts as missing
-        subset_ids = candidate.case_ids + [c.id for c in (baseline.cases if baseline else ())
-                                           if not tag or tag in c.tags]
-        outcome = flow.gate(cfg, baseline, candidate=candidate, subset_ids=subset_ids)
+        # what the candidate must answer comes from the golden set and --subset, never from the
+        # file: a case it leaves out is a failing case, whatever subset the file claims
+        expected = load_golden(cfg.golden).subset(args.subset).cases
+        outcome = flow.gate(cfg, baseline, candidate=load_result(args.candidate), expected=expected)
     else:
         outcome = flow.gate(cfg, baseline, evaluation=build_evaluation(cfg, args.subset, args.app),
-                            progress=ProgressPrinter("rageval gate"))
+                            progress=ProgressPrinter("rageval gate", args.err))
     for note in outcome.notes:
         out.write(f"note: {note}\n")
     if args.out:
@@ -203,7 +239,7 @@ def cmd_judge_agreement(args: argparse.Namespace, out: TextIO) -> int:
         if not cfg.judge.model:
             raise RagevalError(f"{cfg.path}: judge.model is not set, so there are no judge verdicts to compare. "
                                "Set judge.model or pass --results with a RunResult that has them.")
-        result = build_evaluation(cfg, args.subset, None).run(progress=ProgressPrinter("rageval judge"))
+        result = build_evaluation(cfg, args.subset, None).run(progress=ProgressPrinter("rageval judge", args.err))
     verdicts = {c.id: c.status("judge") == "pass" for c in result.cases if c.status("judge") in ("pass", "fail")}
     agreement = judge_agreement(labels, verdicts)
     if agreement["n"] == 0:
@@ -373,27 +409,27 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
-    out = out or sys.stdout
+    out = SafeStream(out or sys.stdout)
+    err = SafeStream(sys.stderr)
     args = make_parser().parse_args(argv)
+    args.err = err
     if getattr(args, "project", None):
         args.config = args.project
     try:
-        return args.func(args, out)
+        code = args.func(args, out)
     except RagevalError as exc:
-        sys.stderr.write(f"ERROR {exc}\n")
-        if exc.tip:
-            sys.stderr.write(f"TIP {exc.tip}\n")
-        return exc.exit_code
+        err.write(f"ERROR {exc}\n" + (f"TIP {exc.tip}\n" if exc.tip else ""))
+        code = exc.exit_code
     except KeyboardInterrupt:
-        sys.stderr.write("interrupted\n")
-        return 130
-    except BrokenPipeError:  # `rageval validate | head`: the reader left; not an error of ours
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_OK
+        err.write("interrupted\n")
+        code = 130
     except Exception:  # noqa: BLE001 - a bug: show it, but never as "blocked" (1)
-        traceback.print_exc()
-        sys.stderr.write("ERROR internal error in rageval (a bug). Please report it with the traceback above.\n")
-        return EXIT_INTERNAL
+        err.write(traceback.format_exc())
+        err.write("ERROR internal error in rageval (a bug). Please report it with the traceback above.\n")
+        code = EXIT_INTERNAL
+    out.flush()
+    err.flush()
+    return code
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -4,12 +4,10 @@ Every error names the file, the key (dotted path) and the line where PyYAML can 
 was wrong and how to fix it. Unknown keys are errors — a mistyped ``gate:`` must never silently
 disable the gate — with "did you mean …". Paths are resolved relative to the config file.
 
-Defaults are written once, on the dataclass fields: ``setting(default, kind)`` also says how the
-reader checks a value given for that key (``kind`` names a ``_Reader.read_<kind>`` method, e.g.
-``posint``, ``rate``, ``path``, ``metrics``). The reader reads every section the same way — the
-keys a section gives, each checked by its field's kind; the dataclass supplies the rest — and the
-rules between keys (chunking.overlap < chunking.size, the judge is not the generator, …) are
-explicit checks in ``_check_rules``, run as soon as their section is read.
+Defaults are written once, on the dataclass fields, with the kind that checks a given value:
+``setting(default, kind)`` (``posint``, ``rate``, ``path``, ``metrics`` …). Every section is read
+the same way — each key given, by its field's kind; the dataclass supplies the rest — and the rules
+between keys (chunking.overlap < chunking.size, judge ≠ generator …) are explicit: ``_check_rules``.
 """
 
 from __future__ import annotations
@@ -22,14 +20,13 @@ import shlex
 from dataclasses import MISSING, Field, asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
-
-import yaml
+from urllib.parse import urlsplit
 
 from rageval.errors import ConfigError, did_you_mean
-from rageval.metrics.base import parse_metric
+from rageval.metrics.base import OTHER_METRICS, parse_metric
 from rageval.metrics.numbers import resolve_units
 from rageval.metrics.rules import validate_refusal_markers
-from rageval.parse import key_lines, parse_yaml  # parse_yaml: also rageval.config's, as before
+from rageval.parse import finite, key_lines, load_yaml_node, parse_yaml, read_bytes, shown  # parse_yaml: public here too
 
 DEFAULT_CONFIG = "rageval.yml"
 ZERO_TOLERANCE_RULES = ("numbers",)
@@ -45,8 +42,8 @@ class AppConfig:
     type: str = setting("builtin", "choice", choices=("builtin", "replay", "command", "http"))
     path: Path | None = setting(None, "path")                # replay: JSONL of traces
     command: tuple[str, ...] | None = setting(None, "command")  # command: argv, JSON lines on stdin/stdout
-    url: str | None = setting(None, "optstr")                # http: POST each case here
-    timeout_s: float = setting(60.0, "nonneg")
+    url: str | None = setting(None, "url")                   # http: POST each case here
+    timeout_s: float = setting(60.0, "positive")                # per case: the whole request, not per read
     concurrency: int = setting(4, "posint")
     headers: dict[str, str] = setting(kind="headers", factory=dict)  # http: extra headers; values may be ${ENV}
 
@@ -61,14 +58,14 @@ class ChunkingConfig:
 class EmbeddingConfig:
     provider: str = setting("local", "choice", choices=("local", "openai", "e5"))
     model: str = setting("hashed-ngrams-v1", "optstr")       # the local default; e5 and openai: _EMBEDDING_MODELS
-    dim: int = setting(2048, "posint")                       # local only: hashed feature dimension
+    dim: int = setting(2048, "int", bounds=(16, 2**20))      # local only: hashed feature dimension
     batch_size: int = setting(64, "posint")                  # openai only
 
 
 @dataclass(frozen=True)
 class RetrievalConfig:
     top_k: int = setting(5, "posint")                        # when not given: the largest k
-    k: tuple[int, ...] = setting((1, 3, 5), "ints")
+    k: tuple[int, ...] = setting((1, 3, 5), "ints", nonempty=True)
     token_budgets: tuple[int, ...] = setting((), "ints")
 
 
@@ -94,10 +91,10 @@ class JudgeConfig:
 
 @dataclass(frozen=True)
 class LLMConfig:
-    base_url: str | None = setting(None, "optstr")           # default: $OPENAI_BASE_URL, else the client's default
+    base_url: str | None = setting(None, "url")              # default: $OPENAI_BASE_URL, else the client's default
     api_key_env: str = setting("OPENAI_API_KEY", "str")
     concurrency: int = setting(4, "posint")
-    timeout_s: float = setting(60.0, "nonneg")
+    timeout_s: float = setting(60.0, "positive")
     max_retries: int = setting(4, "nonnegint")
     cache_dir: Path | None = setting(None, "path")           # the reader's default: .rageval-cache/ beside the config
     max_cost_usd: float | None = setting(None, "nonneg")
@@ -107,7 +104,7 @@ class LLMConfig:
 @dataclass(frozen=True)
 class SliceGate:
     floors: dict[str, float] = setting(kind="metrics", factory=dict)
-    max_drop: dict[str, float] = setting(kind="metrics", factory=dict, of="nonneg")
+    max_drop: dict[str, float] = setting(kind="metrics", factory=dict)
 
 
 @dataclass(frozen=True)
@@ -118,8 +115,8 @@ class RerunConfig:
 
 @dataclass(frozen=True)
 class GateConfig:
-    floors: dict[str, float] = setting(kind="metrics", factory=dict)                # metric -> minimum value
-    max_drop: dict[str, float] = setting(kind="metrics", factory=dict, of="nonneg")  # metric -> allowed drop
+    floors: dict[str, float] = setting(kind="metrics", factory=dict)    # metric -> minimum value
+    max_drop: dict[str, float] = setting(kind="metrics", factory=dict)  # metric -> allowed drop vs baseline
     noise_k: float = setting(2.0, "nonneg")
     zero_tolerance: tuple[str, ...] = setting((), "strs", choices=ZERO_TOLERANCE_RULES)
     slices: dict[str, SliceGate] = setting(kind="slices", factory=dict)  # "type=injection" -> gates
@@ -128,6 +125,10 @@ class GateConfig:
     errors: str = setting("fail", "choice", choices=("fail", "ignore"))  # for cases whose App call errored
     significance: float | None = setting(None, "rate")                  # block drops only when p < this
     min_slice_cases: int = setting(3, "posint")                          # fewer in a gated slice -> insufficient_data
+    # a golden version change is compared on the cases it left unchanged; fewer than this many (or
+    # than half of the PR's cases) and the run is not comparable
+    min_common_cases: int = setting(10, "posint")
+    not_comparable: str = setting("pass", "choice", choices=("pass", "fail"))  # fail: block what cannot be compared
 
 
 @dataclass(frozen=True)
@@ -228,18 +229,17 @@ PROVIDERS = {f"{name}.{f.name}": f.metadata["choices"] for name, cls in _SECTION
 _EMBEDDING_MODELS = {"local": EmbeddingConfig.model, "e5": "multilingual-e5-small"}
 
 MSG_NOT_FOUND = "{path}: config file not found. Create it (see examples/banhang/rageval.yml) or pass --config."
-MSG_YAML = "{path}: line {line}: not valid YAML: {problem}. Fix the syntax at that line."
 MSG_UNKNOWN_KEY = "{path}{where}: unknown key '{key}'{hint}. Valid keys here: {valid}."
-MSG_TYPE = "{path}{where}: '{key}' must be {expected}, got {got!r}."
-MSG_CHOICE = "{path}{where}: '{key}' must be one of {choices}, got {got!r}."
+MSG_TYPE = "{path}{where}: '{key}' must be {expected}, got {got}."
+MSG_CHOICE = "{path}{where}: '{key}' must be one of {choices}, got {got}."
 MSG_REQUIRED = "{path}: missing required key '{key}'. Add e.g. `{example}`."
 MSG_PROBLEM = "{path}{where}: {key}: {problem}"
 MSG_METRIC = "{path}{where}: {problem} (in '{key}')."
+MSG_COMMAND = "{path}{where}: {key}: cannot split {got} into words ({problem}); close the quote, or write a list."
 MSG_SLICE_KEY = "{path}{where}: slice gate key {k!r} must look like \"type=injection\" (slice key=value)."
 MSG_APP_NEEDS = "{path}: app.type is {type}, so it needs 'app.{key}'. Add e.g. `{example}`."
 MSG_OVERLAP = "{path}{where}: chunking.overlap ({o}) must be smaller than chunking.size ({s})."
-MSG_TOP_K = ("{path}{where}: retrieval.k asks for a cut-off of {k} but retrieval.top_k is {t}; "
-             "raise top_k or drop that k.")
+MSG_TOP_K = "{path}{where}: retrieval.k asks for a cut-off of {k} but retrieval.top_k is {t}; raise top_k or drop that k."
 MSG_PROMPT = "{path}{where}: generation.prompt: template {p} not found (paths are relative to the config file)."
 MSG_SAME_MODEL = ("{path}{where}: judge.model and generation.model are both '{m}'. A model grading its own "
                   "answers favours them; use a different judge.model, or set judge.allow_same_model: true.")
@@ -249,9 +249,9 @@ MSG_LEAK_FILE = "{path}{where}: golden_checks.leak_files: {p} not found (paths a
 
 #: The kinds ``_Reader.typed`` checks itself, with what the message says they must be.
 _EXPECTED = {"int": "an integer", "posint": "an integer ≥ 1", "nonnegint": "an integer ≥ 0",
-             "number": "a number", "nonneg": "a number ≥ 0", "rate": "a number between 0 and 1",
+             "nonneg": "a number ≥ 0", "positive": "a number > 0", "rate": "a number between 0 and 1",
              "str": "a non-empty string", "optstr": "a string or null", "bool": "true or false"}
-_NUMBERS = ("number", "nonneg", "rate")
+_NUMBERS = ("nonneg", "positive", "rate")
 
 
 def _keys(cls: type) -> tuple[str, ...]:
@@ -267,6 +267,8 @@ class _Reader:
 
     def fail(self, template: str, dotted: str, **kw: Any) -> ConfigError:
         line = self.lines.get(dotted)
+        if "got" in kw:
+            kw["got"] = shown(kw["got"])
         return ConfigError(template.format(path=self.path, where=f": line {line}" if line else "", **kw))
 
     def mapping(self, value: Any, dotted: str) -> dict[str, Any]:
@@ -284,8 +286,7 @@ class _Reader:
                                 valid=", ".join(valid))
 
     def section(self, cls: type, value: Any, dotted: str) -> dict[str, Any]:
-        """The keys a section gives, each read by its field's kind; the dataclass supplies the rest.
-        null for a field whose default is None means that default."""
+        """The keys a section gives, each read by its field's kind (null: the default, if that is None)."""
         data = self.mapping(value, dotted)
         self.check_keys(data, _keys(cls), dotted)
         given: dict[str, Any] = {}
@@ -297,21 +298,23 @@ class _Reader:
 
     def read(self, f: Field[Any], value: Any, dotted: str) -> Any:
         kind = f.metadata["kind"]
-        if kind in _EXPECTED:
-            value = self.typed(value, dotted, kind)
-            return float(value) if kind in _NUMBERS else value
-        return getattr(self, f"read_{kind}")(value, dotted, f)
+        if kind not in _EXPECTED:
+            return getattr(self, f"read_{kind}")(value, dotted, f)
+        value = self.typed(value, dotted, kind)
+        low, high = f.metadata.get("bounds", (None, None))
+        if low is not None and not low <= value <= high:
+            raise self.fail(MSG_TYPE, dotted, key=dotted, expected=f"an integer from {low} to {high}", got=value)
+        return float(value) if kind in _NUMBERS else value
 
     def typed(self, value: Any, dotted: str, kind: str) -> Any:
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
         integer = isinstance(value, int) and not isinstance(value, bool)
-        ok = {
-            "int": integer, "posint": integer and value >= 1, "nonnegint": integer and value >= 0,
-            "number": number, "nonneg": number and value >= 0, "rate": number and 0 <= value <= 1,
-            "str": isinstance(value, str) and value != "",
-            "optstr": value is None or (isinstance(value, str) and value != ""),
-            "bool": isinstance(value, bool),
-        }[kind]
+        if number and kind in _NUMBERS and not finite(value):
+            raise self.fail(MSG_TYPE, dotted, key=dotted, expected="a finite number", got=value)
+        ok = {"int": integer, "posint": integer and value >= 1, "nonnegint": integer and value >= 0,
+              "nonneg": number and value >= 0, "positive": number and value > 0, "rate": number and 0 <= value <= 1,
+              "str": isinstance(value, str) and value != "", "bool": isinstance(value, bool),
+              "optstr": value is None or (isinstance(value, str) and value != "")}[kind]
         if not ok:
             raise self.fail(MSG_TYPE, dotted, key=dotted, expected=_EXPECTED[kind], got=value)
         return value
@@ -336,8 +339,10 @@ class _Reader:
     def read_ints(self, value: Any, dotted: str, f: Field[Any]) -> tuple[int, ...]:
         if isinstance(value, int) and not isinstance(value, bool):
             value = [value]
-        if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in value):
-            raise self.fail(MSG_TYPE, dotted, key=dotted, expected="a list of integers ≥ 1, e.g. [1, 3, 5]", got=value)
+        ints = isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in value)
+        if not ints or (f.metadata.get("nonempty") and not value):
+            expected = ("a non-empty" if f.metadata.get("nonempty") else "a") + " list of integers ≥ 1, e.g. [1, 3, 5]"
+            raise self.fail(MSG_TYPE, dotted, key=dotted, expected=expected, got=value)
         return tuple(sorted(set(value)))
 
     def read_path(self, value: Any, dotted: str, f: Field[Any] | None = None) -> Path:
@@ -360,20 +365,35 @@ class _Reader:
 
     def read_command(self, value: Any, dotted: str, f: Field[Any]) -> tuple[str, ...] | None:
         if isinstance(value, str):
-            value = shlex.split(value)
+            try:
+                value = shlex.split(value)
+            except ValueError as exc:  # an unclosed quote
+                raise self.fail(MSG_COMMAND, dotted, key=dotted, got=value, problem=exc) from None
         return self.str_list(value, dotted) or None
+
+    def read_url(self, value: Any, dotted: str, f: Field[Any]) -> str:
+        try:
+            parts = urlsplit(value) if isinstance(value, str) else None
+            ok = parts is not None and parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+        except ValueError:  # a malformed host, or a port out of range
+            ok = False
+        if not ok:
+            raise self.fail(MSG_TYPE, dotted, key=dotted, expected="an http(s) URL with a host, "
+                            "e.g. http://127.0.0.1:8000/answer", got=value)
+        return value
 
     def read_headers(self, value: Any, dotted: str, f: Field[Any]) -> dict[str, str]:
         return {str(k): str(v) for k, v in self.mapping(value, dotted).items()}
 
     def read_metrics(self, value: Any, dotted: str, f: Field[Any]) -> dict[str, float]:
+        """Metric -> threshold: a floor or a drop, between 0 and 1 for a rate (all but context_tokens)."""
         out: dict[str, float] = {}
         for name, threshold in self.mapping(value, dotted).items():
             try:
-                parse_metric(str(name))
+                rate = parse_metric(str(name)).family not in OTHER_METRICS
             except ValueError as exc:
                 raise self.fail(MSG_METRIC, f"{dotted}.{name}", key=dotted, problem=exc) from None
-            out[str(name)] = float(self.typed(threshold, f"{dotted}.{name}", f.metadata.get("of", "number")))
+            out[str(name)] = float(self.typed(threshold, f"{dotted}.{name}", "rate" if rate else "nonneg"))
         return out
 
     def read_prices(self, value: Any, dotted: str, f: Field[Any]) -> dict[str, dict[str, float]]:
@@ -405,13 +425,7 @@ def load_config(path: str | os.PathLike[str] = DEFAULT_CONFIG) -> Config:
         path = path / DEFAULT_CONFIG
     if not path.is_file():
         raise ConfigError(MSG_NOT_FOUND.format(path=path))
-    text = path.read_text(encoding="utf-8")
-    try:
-        raw, node = parse_yaml(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark else "?"
-        raise ConfigError(MSG_YAML.format(path=path, line=line, problem=getattr(exc, "problem", exc))) from None
+    raw, node = load_yaml_node(read_bytes(path, error=ConfigError), str(path), error=ConfigError)
     return config_from_dict(raw, path.resolve(), lines=key_lines(node))
 
 

@@ -13,11 +13,12 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from rageval.errors import RagevalError, ResultError
+from rageval.parse import load_json, read_bytes
 
 # --- validation ------------------------------------------------------------------------------
 
@@ -57,11 +58,14 @@ class Reader:
             raise self._got(key, "a list", value)
         return list(value)
 
-    def num(self, value: Any, key: str, *, optional: bool = False, minimum: float | None = None) -> float | None:
+    def num(self, value: Any, key: str, *, optional: bool = False, minimum: float | None = None,
+            maximum: float | None = None) -> float | None:
         if value is None and optional:
             return None
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
             raise self._got(key, "a finite number" + (" or null" if optional else ""), value)
+        if maximum is not None and not (minimum or 0) <= value <= maximum:
+            raise self.fail(key, f"expected a number from {minimum or 0:g} to {maximum:g}, got {value!r}")
         if minimum is not None and value < minimum:
             raise self.fail(key, f"expected a number ≥ {minimum:g}, got {value!r}")
         return value
@@ -90,8 +94,14 @@ class Reader:
     def strs(self, value: Any, key: str) -> tuple[str, ...]:
         return tuple(self.str_(v, f"{key}[{i}]") for i, v in enumerate(self.lst(value, key)))  # type: ignore[misc]
 
-    def numbers(self, value: Any, key: str, *, optional: bool = True) -> dict[str, float | None]:
-        return {str(k): self.num(v, f"{key}.{k}", optional=optional) for k, v in self.obj(value, key).items()}
+    def numbers(self, value: Any, key: str, *, optional: bool = True,
+                bounds: Callable[[str], tuple[float, float | None]] | None = None) -> dict[str, float | None]:
+        """A {name: number} object; ``bounds(name)`` gives each value's (minimum, maximum)."""
+        out = {}
+        for k, v in self.obj(value, key).items():
+            low, high = bounds(str(k)) if bounds else (None, None)
+            out[str(k)] = self.num(v, f"{key}.{k}", optional=optional, minimum=low, maximum=high)
+        return out
 
     def json(self, value: Any, key: str, depth: int = 0) -> Any:
         """Any JSON value, with every number finite; returned as plain dicts and lists."""
@@ -110,26 +120,13 @@ class Reader:
 
 # --- files -----------------------------------------------------------------------------------
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a number JSON allows")
-
-
 def read_json(path: str | os.PathLike[str], error: type[RagevalError] = ResultError, what: str = "RunResult") -> Any:
-    """Parse a JSON file written by rageval (or handed to it): NaN and ±Infinity are refused.
-    ``what`` names the kind of file in messages."""
+    """Parse a JSON file written by rageval (or handed to it) under ``rageval.parse``'s rules:
+    UTF-8, no key twice, no NaN or ±Infinity, bounded nesting. ``what`` names the kind of file."""
     path = Path(path)
     if not path.is_file():
         raise error(f"{path}: {what} file not found.")
-    try:
-        return loads(path.read_bytes())
-    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-        problem = "nested too deep" if isinstance(exc, RecursionError) else str(exc)
-        raise error(f"{path}: not a {what}: invalid JSON ({problem}).") from None
-
-
-def loads(data: str | bytes) -> Any:
-    """JSON text → value, refusing NaN and ±Infinity (which JSON does not have)."""
-    return json.loads(data, parse_constant=_no_constant)
+    return load_json(read_bytes(path, error=error), str(path), error=error)
 
 
 def to_json(data: Any) -> str:

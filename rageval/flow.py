@@ -16,6 +16,7 @@ from rageval.errors import RagevalError
 from rageval.gate import report, stats
 from rageval.gate.decide import decide
 from rageval.gate.verdict import Verdict
+from rageval.golden.set import Case
 from rageval.pipeline.judging import judge_gate_allowed
 from rageval.pipeline.runner import Evaluation, cost_of
 from rageval.results import Noise, Progress, RunResult
@@ -77,12 +78,12 @@ class GateOutcome:
 
 
 def gate(cfg: Config, baseline: RunResult | None, *, evaluation: Evaluation | None = None,
-         candidate: RunResult | None = None, subset_ids: Sequence[str] | None = None,
+         candidate: RunResult | None = None, expected: Sequence[Case] | None = None,
          progress: Progress | None = None, on_rerun: RerunLog | None = None) -> GateOutcome:
     """Gate a PR: run ``evaluation`` (or take a finished ``candidate``, which then cannot be
     re-run), decide against ``baseline`` — re-running through the evaluation near a threshold —
-    and render the report. ``subset_ids``: the golden cases the candidate was expected to answer
-    (default: the evaluation's cases)."""
+    and render the report. ``expected``: the golden cases the candidate must answer (default:
+    the evaluation's cases); one it lacks is a failing case."""
     if (evaluation is None) == (candidate is None):
         raise ValueError("flow.gate needs exactly one of evaluation and candidate")
     rerun = None
@@ -94,14 +95,14 @@ def gate(cfg: Config, baseline: RunResult | None, *, evaluation: Evaluation | No
             if on_rerun is not None:
                 on_rerun(case_ids)
             return evaluation.run(fresh=True, case_ids=case_ids, previous=first)
-        subset_ids = subset_ids if subset_ids is not None else [c.id for c in evaluation.golden.cases]
-    assert candidate is not None  # noqa: S101 - one of the two was given (checked above)
+        expected = expected if expected is not None else evaluation.golden.cases
+    if candidate is None or expected is None:
+        raise ValueError("flow.gate needs the expected golden cases with a finished candidate")
     notes: list[str] = []
     allowed, why = judge_gate_allowed(cfg.judge)
     if cfg.judge.min_agreement is not None and not allowed:
         notes.append(f"judge_pass is not gated: {why}")
-    verdict, compared = decide(cfg, baseline, candidate, subset_ids=subset_ids or candidate.case_ids,
-                               rerun=rerun, gate_judge=allowed)
-    markdown = report.render_markdown(verdict, compared, candidate, cfg.report)
-    line = report.render_summary_line(verdict, title=cfg.report.title)
-    return GateOutcome(verdict, compared, candidate, markdown, line, tuple(notes))
+    decision = decide(cfg, baseline, candidate, expected=expected, rerun=rerun, gate_judge=allowed)
+    markdown = report.render_markdown(decision.verdict, decision.baseline, decision.candidate, cfg.report)
+    line = report.render_summary_line(decision.verdict, title=cfg.report.title)
+    return GateOutcome(decision.verdict, decision.baseline, decision.candidate, markdown, line, tuple(notes))

@@ -17,215 +17,34 @@ Reading and writing the files (strict JSON, atomic writes) is ``rageval.files``'
 
 from __future__ import annotations
 
-import math
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any
 
 from rageval.errors import RagevalError, ResultError
 from rageval.files import Reader, read_json
+from rageval.records import (  # noqa: F401 - re-exported: results is where records are imported from
+    COUNT_METRICS,
+    ERROR,
+    FAIL,
+    HOLDOUT_TAG,
+    PASS,
+    SKIPPED,
+    STATUSES,
+    CaseResult,
+    CheckResult,
+    Retrieved,
+    metric_bounds,
+    sigma_bounds,
+    slice_labels,
+)
 
 SCHEMA_VERSION = 1
-PASS, FAIL, SKIPPED, ERROR = "pass", "fail", "skipped", "error"
-STATUSES = (PASS, FAIL, SKIPPED, ERROR)
-HOLDOUT_TAG = "holdout"
 
 MSG_SCHEMA = ("RunResult schema_version {got!r} is not supported (this rageval reads {want}). "
               "Re-create it with this rageval version (`rageval run --out` or `rageval baseline`).")
-
-
-# --- records ---------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class CheckResult:
-    """The outcome of one check on one case.
-
-    ``status`` is one of pass | fail | skipped | error; ``passed`` is True/False for pass/fail and
-    None otherwise. ``details`` are check-specific keys (e.g. ``missing``, ``outside_source`` for
-    the number rule) and are flattened into the JSON form beside ``passed``.
-    """
-
-    status: str
-    score: float | None = None
-    reason: str = ""
-    details: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if self.status not in STATUSES:
-            raise ValueError(f"unknown check status {self.status!r}; expected one of {STATUSES}")
-
-    @property
-    def passed(self) -> bool | None:
-        return {PASS: True, FAIL: False}.get(self.status)
-
-    @classmethod
-    def ok(cls, reason: str = "", score: float | None = 1.0, **details: Any) -> CheckResult:
-        return cls(PASS, score, reason, details)
-
-    @classmethod
-    def fail(cls, reason: str, score: float | None = 0.0, **details: Any) -> CheckResult:
-        return cls(FAIL, score, reason, details)
-
-    @classmethod
-    def skipped(cls, reason: str, **details: Any) -> CheckResult:
-        return cls(SKIPPED, None, reason, details)
-
-    @classmethod
-    def error(cls, reason: str, **details: Any) -> CheckResult:
-        return cls(ERROR, None, reason, details)
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"status": self.status, "passed": self.passed, "score": self.score,
-                               "reason": self.reason}
-        for key, value in self.details.items():
-            if key in out:
-                raise ValueError(f"check detail {key!r} collides with a record field")
-            out[key] = value
-        return out
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], where: str = "check", *,
-                  reader: Reader | None = None) -> CheckResult:
-        r = reader or Reader(where)
-        data = r.obj(data, where)
-        status = r.req(data, "status", where)
-        if status not in STATUSES:
-            raise r.fail(f"{where}.status", f"expected one of {', '.join(STATUSES)}, got {status!r}")
-        details = {k: r.json(v, f"{where}.{k}") for k, v in data.items()
-                   if k not in ("status", "passed", "score", "reason")}
-        return cls(status, r.num(data.get("score"), f"{where}.score", optional=True),
-                   r.str_(data.get("reason", ""), f"{where}.reason") or "", details)
-
-
-@dataclass(frozen=True)
-class Retrieved:
-    """One retrieved chunk, best first in a case's list."""
-
-    chunk_id: str
-    sections: tuple[str, ...]
-    text: str = ""
-    score: float | None = None
-    tokens: int | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"chunk_id": self.chunk_id, "sections": list(self.sections), "text": self.text,
-                "score": self.score, "tokens": self.tokens}
-
-    @classmethod
-    def from_dict(cls, data: Any, key: str, r: Reader) -> Retrieved:
-        data = r.obj(data, key)
-        return cls(r.str_(r.req(data, "chunk_id", key), f"{key}.chunk_id"),  # type: ignore[arg-type]
-                   r.strs(data.get("sections", []), f"{key}.sections"),
-                   r.str_(data.get("text") or "", f"{key}.text"),  # type: ignore[arg-type]
-                   r.num(data.get("score"), f"{key}.score", optional=True),
-                   r.int_(data.get("tokens"), f"{key}.tokens", optional=True))
-
-
-def slice_labels(slice_values: Mapping[str, Any]) -> list[str]:
-    """``key=value`` labels of a case's slice, sorted; booleans read ``true``/``false`` (as in YAML).
-    The one spelling used by by-slice aggregates, slice gates and reports."""
-    def label(value: Any) -> str:
-        if isinstance(value, bool):
-            return "true" if value else "false"
-        return str(value)
-    return [f"{k}={label(v)}" for k, v in sorted(slice_values.items())]
-
-
-@dataclass(frozen=True)
-class CaseResult:
-    """One golden case as answered and scored: the case, the trace, the checks and the verdict."""
-
-    id: str
-    question: str
-    expected_answer: str = ""
-    expected_sections: tuple[str, ...] = ()
-    slice: Mapping[str, Any] = field(default_factory=dict)
-    tags: tuple[str, ...] = ()
-    out_of_scope: bool = False
-    answer: str | None = None
-    retrieved: tuple[Retrieved, ...] | None = None
-    context_tokens: int | None = None
-    first_relevant_rank: int | None = None
-    metrics: Mapping[str, float] = field(default_factory=dict)
-    checks: Mapping[str, CheckResult] = field(default_factory=dict)
-    passed: bool | None = None
-    failures: tuple[str, ...] = ()
-    error: str | None = None
-    usage: Mapping[str, int] = field(default_factory=dict)
-    latency_ms: float | None = None
-
-    @property
-    def holdout(self) -> bool:
-        return HOLDOUT_TAG in self.tags
-
-    @property
-    def slice_labels(self) -> list[str]:
-        return slice_labels(self.slice)
-
-    def replace(self, **changes: Any) -> CaseResult:
-        return replace(self, **changes)
-
-    def status(self, check: str) -> str | None:
-        """The status of check ``check``, None when the case has no such check."""
-        found = self.checks.get(check)
-        return None if found is None else found.status
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id, "question": self.question, "expected_answer": self.expected_answer,
-            "expected_sections": list(self.expected_sections), "slice": dict(self.slice), "tags": list(self.tags),
-            "out_of_scope": self.out_of_scope, "answer": self.answer,
-            "retrieved": None if self.retrieved is None else [x.to_dict() for x in self.retrieved],
-            "context_tokens": self.context_tokens, "first_relevant_rank": self.first_relevant_rank,
-            "metrics": dict(self.metrics), "checks": {n: c.to_dict() for n, c in self.checks.items()},
-            "passed": self.passed, "failures": list(self.failures), "error": self.error,
-            "usage": dict(self.usage), "latency_ms": self.latency_ms,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Any, key: str, r: Reader) -> CaseResult:
-        data = r.obj(data, key)
-        r.keys(data, CASE_KEYS, key)
-        for name in CASE_REQUIRED:
-            r.req(data, name, key)
-        case_id = r.str_(data["id"], f"{key}.id")
-        key = f"cases[{case_id}]"
-        retrieved = data.get("retrieved")
-        slice_ = r.obj(data.get("slice") or {}, f"{key}.slice")
-        for name, value in slice_.items():
-            if not isinstance(value, str | int | float | bool) or (isinstance(value, float) and not math.isfinite(value)):
-                raise r.fail(f"{key}.slice.{name}", f"expected a string, number or boolean, got {value!r}")
-        passed = data.get("passed")
-        if passed is not None:
-            r.bool_(passed, f"{key}.passed")
-        return cls(
-            id=case_id,  # type: ignore[arg-type]
-            question=r.str_(data["question"], f"{key}.question"),  # type: ignore[arg-type]
-            expected_answer=r.str_(data.get("expected_answer") or "", f"{key}.expected_answer"),  # type: ignore[arg-type]
-            expected_sections=r.strs(data.get("expected_sections") or [], f"{key}.expected_sections"),
-            slice=dict(slice_), tags=r.strs(data.get("tags") or [], f"{key}.tags"),
-            out_of_scope=r.bool_(data.get("out_of_scope", False), f"{key}.out_of_scope"),
-            answer=r.str_(data.get("answer"), f"{key}.answer", optional=True),
-            retrieved=None if retrieved is None else tuple(
-                Retrieved.from_dict(x, f"{key}.retrieved[{i}]", r) for i, x in enumerate(r.lst(retrieved, f"{key}.retrieved"))),
-            context_tokens=r.int_(data.get("context_tokens"), f"{key}.context_tokens", optional=True),
-            first_relevant_rank=r.int_(data.get("first_relevant_rank"), f"{key}.first_relevant_rank",
-                                       optional=True, minimum=1),
-            metrics={k: v for k, v in r.numbers(data.get("metrics") or {}, f"{key}.metrics", optional=False).items()},
-            checks={str(n): CheckResult.from_dict(c, f"{key}.checks.{n}", reader=r)
-                    for n, c in r.obj(data.get("checks") or {}, f"{key}.checks").items()},
-            passed=passed,
-            failures=r.strs(data.get("failures") or [], f"{key}.failures"),
-            error=r.str_(data.get("error"), f"{key}.error", optional=True),
-            usage={str(k): r.int_(v, f"{key}.usage.{k}") for k, v in r.obj(data.get("usage") or {}, f"{key}.usage").items()},
-            latency_ms=r.num(data.get("latency_ms"), f"{key}.latency_ms", optional=True),
-        )
-
-
-CASE_KEYS = tuple(f.name for f in fields(CaseResult))
-CASE_REQUIRED = ("id", "question", "checks", "passed", "error")
 
 
 @dataclass(frozen=True)
@@ -267,7 +86,8 @@ class Summary:
         if top:
             by_slice = {str(label): cls.from_dict(s, f"{key}.by_slice.{label}", r, top=False)
                         for label, s in r.obj(r.req(data, "by_slice", key), f"{key}.by_slice").items()}
-        return cls(*counts, metrics=r.numbers(r.req(data, "metrics", key), f"{key}.metrics"),  # type: ignore[misc]
+        return cls(*counts, metrics=r.numbers(r.req(data, "metrics", key), f"{key}.metrics",  # type: ignore[misc]
+                                              bounds=metric_bounds),
                    by_slice=by_slice)
 
 
@@ -297,12 +117,12 @@ class Noise:
         r.keys(data, ("sigma", "by_slice", "runs", "runs_executed", "deterministic"), key)
 
         def sigmas(value: Any, where: str) -> dict[str, float]:
-            return {str(k): r.num(v, f"{where}.{k}", minimum=0.0) for k, v in r.obj(value, where).items()}  # type: ignore[misc]
+            return r.numbers(value, where, optional=False, bounds=sigma_bounds)  # type: ignore[return-value]
 
         return cls(sigma=sigmas(r.req(data, "sigma", key), f"{key}.sigma"),
                    by_slice={str(s): sigmas(v, f"{key}.by_slice.{s}")
                              for s, v in r.obj(data.get("by_slice") or {}, f"{key}.by_slice").items()},
-                   runs=tuple(r.numbers(x, f"{key}.runs[{i}]") for i, x in enumerate(r.lst(data.get("runs") or [],
+                   runs=tuple(r.numbers(x, f"{key}.runs[{i}]", bounds=metric_bounds) for i, x in enumerate(r.lst(data.get("runs") or [],
                                                                                            f"{key}.runs"))),
                    runs_executed=r.int_(data.get("runs_executed", 1), f"{key}.runs_executed", minimum=1),  # type: ignore[arg-type]
                    deterministic=r.bool_(data.get("deterministic", False), f"{key}.deterministic"))
@@ -376,8 +196,7 @@ class GoldenInfo:
             raise r.fail(f"{key}.version", f"expected an integer or a string, got {version!r}")
         cases = data.get("cases")
         if cases is not None:
-            cases = {str(i): r.obj(r.json(c, f"{key}.cases.{i}"), f"{key}.cases.{i}")
-                     for i, c in r.obj(cases, f"{key}.cases").items()}
+            cases = {str(i): _snapshot_case(c, f"{key}.cases.{i}", r) for i, c in r.obj(cases, f"{key}.cases").items()}
         return cls(name=r.str_(r.req(data, "name", key), f"{key}.name"),  # type: ignore[arg-type]
                    version=version,
                    sha256=r.str_(data.get("sha256"), f"{key}.sha256", optional=True),
@@ -388,6 +207,31 @@ class GoldenInfo:
                    changelog=r.str_(data.get("changelog") or "", f"{key}.changelog"),  # type: ignore[arg-type]
                    cases=cases,
                    narrowed_to=r.int_(data.get("narrowed_to"), f"{key}.narrowed_to", optional=True))
+
+
+SNAPSHOT_LISTS = ("expected_sections", "tags", "must_include", "must_not_include", "numbers")
+
+
+def _snapshot_case(value: Any, key: str, r: Reader) -> dict[str, Any]:
+    """One case of the golden snapshot: the fields the golden diff and policy drift read are typed."""
+    case = r.obj(r.json(value, key), key)
+    r.str_(r.req(case, "question", key), f"{key}.question")
+    r.str_(case.get("expected_answer") or "", f"{key}.expected_answer")
+    for name in SNAPSHOT_LISTS:
+        r.strs(case.get(name) or [], f"{key}.{name}")
+    r.bool_(case.get("out_of_scope", False), f"{key}.out_of_scope")
+    return dict(case)
+
+
+def _corpus(value: Any, key: str, r: Reader) -> dict[str, Any]:
+    """``{"sections": {id: {title, document, sha256, numbers?}}}`` as the policy-drift check reads it."""
+    corpus = r.obj(r.json(value, key), key)
+    for sid, section in r.obj(r.req(corpus, "sections", key), f"{key}.sections").items():
+        where = f"{key}.sections.{sid}"
+        section = r.obj(section, where)
+        r.str_(r.req(section, "sha256", where), f"{where}.sha256")
+        r.strs(section.get("numbers") or [], f"{where}.numbers")
+    return dict(corpus)
 
 
 RUN_KEYS = ("schema_version", "tool", "created_at", "git_sha", "golden", "corpus", "golden_checks", "app", "config",
@@ -463,8 +307,9 @@ class RunResult:
             if case.id in seen:
                 raise r.fail("cases", f"case id '{case.id}' appears twice")
             seen.add(case.id)
-        optional = {k: r.obj(r.json(data[k], k), k) if data.get(k) is not None else None
-                    for k in ("corpus", "golden_checks")}
+        optional = {"corpus": None if data.get("corpus") is None else _corpus(data["corpus"], "corpus", r),
+                    "golden_checks": None if data.get("golden_checks") is None
+                    else r.obj(r.json(data["golden_checks"], "golden_checks"), "golden_checks")}
         return cls(
             golden=GoldenInfo.from_dict(data["golden"], "golden", r),
             config=r.obj(r.json(data["config"], "config"), "config"),
@@ -489,10 +334,6 @@ class RunResult:
 def load_result(path: str | os.PathLike[str], error: type[RagevalError] = ResultError) -> RunResult:
     """Read and validate a RunResult file; ``error`` names the file and the key of any problem."""
     return RunResult.from_dict(read_json(path, error), str(path), error=error)
-
-
-def by_id(cases: Sequence[CaseResult]) -> dict[str, CaseResult]:
-    return {c.id: c for c in cases}
 
 
 Progress = Callable[[int, int], None]

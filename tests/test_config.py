@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from rageval.config import load_config
@@ -94,3 +96,107 @@ def test_a_project_folder_is_accepted_where_a_config_file_is(run_cli, tmp_path):
     assert out.startswith("ok: rageval.yml: golden set banhang-returns v4 (123 cases)")
     code, _, err = run_cli("run", tmp_path)
     assert code == 2 and f"{tmp_path / 'rageval.yml'}: config file not found" in err
+
+
+# --- defaults written once; numbers finite and in range ------------------------------------------
+
+def test_defaults_come_from_the_dataclasses(tmp_path):
+    from dataclasses import replace
+
+    from rageval.config import (AppConfig, ChecksConfig, ChunkingConfig, EmbeddingConfig, GateConfig,
+                                GenerationConfig, GoldenChecksConfig, JudgeConfig, LLMConfig, ReportConfig,
+                                RetrievalConfig)
+    cfg = load_config(write(tmp_path, ""))
+    assert (cfg.app, cfg.chunking, cfg.embedding, cfg.retrieval, cfg.generation, cfg.judge, cfg.gate, cfg.checks,
+            cfg.golden_checks, cfg.report) == (AppConfig(), ChunkingConfig(), EmbeddingConfig(), RetrievalConfig(),
+                                               GenerationConfig(), JudgeConfig(), GateConfig(), ChecksConfig(),
+                                               GoldenChecksConfig(), ReportConfig())
+    # the three defaults that depend on something else
+    assert cfg.llm == replace(LLMConfig(), cache_dir=tmp_path / ".rageval-cache")
+    assert load_config(write(tmp_path, "retrieval: {k: [1, 10]}\n")).retrieval.top_k == 10
+    assert load_config(write(tmp_path, "embedding: {provider: e5}\n")).embedding.model == "multilingual-e5-small"
+
+
+def _number_keys():
+    """Every float key of rageval.yml, as (dotted key, YAML that sets it to VALUE)."""
+    from dataclasses import fields
+
+    from rageval.config import _SECTIONS
+    keys = [(f"{name}.{f.name}", f"{name}: {{{f.name}: VALUE}}\n")
+            for name, cls in _SECTIONS.items() for f in fields(cls) if f.metadata["kind"] in ("nonneg", "positive", "rate")]
+    keys += [("gate.rerun.margin", "gate: {rerun: {margin: VALUE}}\n"),
+             ("gate.floors.pass_rate", "gate: {floors: {pass_rate: VALUE}}\n"),
+             ("gate.floors.context_tokens", "gate: {floors: {context_tokens: VALUE}}\n"),
+             ("gate.max_drop.mrr@5", "gate: {max_drop: {mrr@5: VALUE}}\n"),
+             ("gate.slices.type=a.floors.hit@3", "gate: {slices: {type=a: {floors: {hit@3: VALUE}}}}\n"),
+             ("llm.prices.m.prompt", "llm: {prices: {m: {prompt: VALUE}}}\n")]
+    return keys
+
+
+@pytest.mark.parametrize("value", [".nan", ".inf", "-.inf", "1" + "0" * 400])
+@pytest.mark.parametrize("key, text", _number_keys(), ids=[k for k, _ in _number_keys()])
+def test_every_number_must_be_finite(tmp_path, key, text, value):
+    with pytest.raises(ConfigError, match=rf"rageval.yml: line 3: '{re.escape(key)}' must be a finite number"):
+        load_config(write(tmp_path, text.replace("VALUE", value)))
+
+
+def test_the_float_keys_are_all_covered():
+    assert {k for k, _ in _number_keys()} >= {
+        "app.timeout_s", "generation.temperature", "judge.min_agreement", "llm.timeout_s", "llm.max_cost_usd",
+        "gate.noise_k", "gate.significance", "golden_checks.leak_overlap"}
+
+
+@pytest.mark.parametrize("text, message", [
+    ("gate: {floors: {pass_rate: 1.1}}\n", r"'gate.floors.pass_rate' must be a number between 0 and 1, got 1.1"),
+    ("gate: {floors: {hit@3: -0.1}}\n", r"'gate.floors.hit@3' must be a number between 0 and 1"),
+    ("gate: {max_drop: {judge_pass: 2}}\n", r"'gate.max_drop.judge_pass' must be a number between 0 and 1"),
+    ("gate: {floors: {context_tokens: -5}}\n", r"'gate.floors.context_tokens' must be a number ≥ 0"),
+    ("gate: {slices: {type=a: {floors: {recall@600tok: 1.5}}}}\n", r"'gate.slices.type=a.floors.recall@600tok' must be"),
+    ("embedding: {dim: 100000000000}\n", r"'embedding.dim' must be an integer from 16 to 1048576, got 100000000000"),
+    ("embedding: {dim: 8}\n", r"'embedding.dim' must be an integer from 16 to 1048576"),
+    ("retrieval: {k: []}\n", r"'retrieval.k' must be a non-empty list of integers ≥ 1"),
+    ("app: {type: command, command: \"python 'app.py\"}\n", r"line 3: app.command: cannot split .* \(No closing quotation\)"),
+    ("app: {type: http, url: not a url}\n", r"line 3: 'app.url' must be an http\(s\) URL with a host, .*got 'not a url'"),
+    ("app: {type: http, url: 'file:///etc/passwd'}\n", r"'app.url' must be an http\(s\) URL"),
+    ("app: {type: http, url: 'http://:80/x'}\n", r"'app.url' must be an http\(s\) URL"),
+    ("app: {type: http, url: 'http://h:99999/x'}\n", r"'app.url' must be an http\(s\) URL"),
+    ("llm: {base_url: 'localhost:8000/v1'}\n", r"'llm.base_url' must be an http\(s\) URL"),
+    ("report: {title: " + "x" * 300 + ", max_cases: " + "x" * 300 + "}\n", r"got 'x{78}…\.$"),
+])
+def test_numbers_in_range_and_values_that_would_crash_later(tmp_path, text, message):
+    with pytest.raises(ConfigError, match=message) as info:
+        load_config(write(tmp_path, text))
+    assert str(info.value).startswith(str(tmp_path / "rageval.yml"))
+
+
+def test_in_range_values_load(tmp_path):
+    cfg = load_config(write(tmp_path, "gate: {floors: {context_tokens: 900, pass_rate: 1}, max_drop: {context_tokens: 50}}\n"
+                                      "embedding: {dim: 1048576}\n"
+                                      "app: {type: http, url: 'https://[::1]:8443/answer'}\n"))
+    assert cfg.gate.floors == {"context_tokens": 900.0, "pass_rate": 1.0} and cfg.embedding.dim == 2**20
+    cmd = load_config(write(tmp_path, "app: {type: command, command: \"python 'my app.py'\"}\n"))
+    assert cmd.app.command == ("python", "my app.py")
+
+
+def test_a_key_given_twice_is_an_error_not_the_last_one_winning(tmp_path, run_cli):
+    path = write(tmp_path, "gate: {floors: {pass_rate: 1.1}}\ngate: {}\n")
+    code, _, err = run_cli("validate", "--config", path, "--no-git")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert f"ERROR {path}: line 4: key 'gate' appears twice (lines 3 and 4)" in err
+
+
+@pytest.mark.parametrize("text, message", [
+    ("llm: {concurrency: 0}\n", r"'llm.concurrency' must be an integer ≥ 1, got 0"),
+    ("llm: {max_retries: -1}\n", r"'llm.max_retries' must be an integer ≥ 0, got -1"),
+    ("llm: {timeout_s: 0}\n", r"'llm.timeout_s' must be a number > 0, got 0"),
+    ("app: {timeout_s: 0}\n", r"'app.timeout_s' must be a number > 0, got 0"),
+    ("gate: {errors: skip}\n", r"'gate.errors' must be one of fail, ignore"),
+    ("gate: {significance: 5.0}\n", r"'gate.significance' must be a number between 0 and 1"),
+    ("gate: {not_comparable: block}\n", r"'gate.not_comparable' must be one of pass, fail"),
+    ("gate: {min_common_cases: 0}\n", r"'gate.min_common_cases' must be an integer ≥ 1"),
+])
+def test_settings_the_model_client_and_the_gate_rely_on_are_checked_when_the_config_loads(tmp_path, text, message):
+    path = tmp_path / "rageval.yml"
+    path.write_text("golden: g.yaml\ncorpus: docs\n" + text, encoding="utf-8")
+    with pytest.raises(ConfigError, match=message):
+        load_config(path)

@@ -70,12 +70,22 @@ def set_path(data: dict, path: tuple, value) -> dict:
     (("cases", 0, "first_relevant_rank"), 0, r"cases\[q01\]\.first_relevant_rank: expected an integer ≥ 1"),
     (("cases", 0, "surprise"), 1, r"cases\[0\]\.surprise: unknown key"),
     (("noise",), {"sigma": {"mrr@5": math.inf}}, r"noise\.sigma\.mrr@5: expected a finite number"),
-    (("noise",), {"sigma": {"mrr@5": -0.1}}, r"noise\.sigma\.mrr@5: expected a number ≥ 0"),
+    (("noise",), {"sigma": {"mrr@5": -0.1}}, r"noise\.sigma\.mrr@5: expected a number from 0 to 1, got -0\.1"),
+    # a σ this large would widen every tolerance past the metric's range: bad input, not noise
+    (("noise",), {"sigma": {"mrr@5": 1e308}}, r"noise\.sigma\.mrr@5: expected a number from 0 to 1, got 1e\+308"),
+    (("noise",), {"sigma": {"context_tokens": -3}}, r"noise\.sigma\.context_tokens: expected a number ≥ 0"),
+    (("summary", "metrics", "pass_rate"), 1.5, r"summary\.metrics\.pass_rate: expected a number from 0 to 1"),
+    (("summary", "metrics", "pass_rate"), -1, r"summary\.metrics\.pass_rate: expected a number from 0 to 1"),
+    (("cases", 0, "metrics", "hit@1"), 2.0, r"cases\[q01\]\.metrics\.hit@1: expected a number from 0 to 1"),
     (("golden", "version"), None, r"golden\.version: expected an integer or a string"),
     (("golden",), KeyError, r"golden: missing"),
     (("metric_names",), "hit@1", r"metric_names: expected a list"),
     (("config", "gate", "floors", "mrr@5"), math.nan, r"config\.gate\.floors\.mrr@5: expected a finite number"),
     (("cost", "usd"), "free", r"cost\.usd: expected a finite number"),
+    (("corpus", "sections", "DT-1"), "x", r"corpus\.sections\.DT-1: expected an object, got 'x'"),
+    (("corpus",), {}, r"corpus\.sections: missing"),
+    (("golden", "cases", "q01", "numbers"), "7 ngày", r"golden\.cases\.q01\.numbers: expected a list"),
+    (("golden", "cases", "q01", "question"), 7, r"golden\.cases\.q01\.question: expected a string"),
     (("repeats",), True, r"repeats: expected an integer"),
     (("schema_version",), 2, r"RunResult schema_version 2 is not supported \(this rageval reads 1\)"),
 ])
@@ -98,10 +108,17 @@ def test_a_file_with_nan_or_infinity_is_not_json(tmp_path):
     for constant in ("NaN", "Infinity", "-Infinity"):
         path = tmp_path / f"{constant}.json"
         path.write_text(text.replace('"repeats": 1', f'"repeats": {constant}'), encoding="utf-8")
-        with pytest.raises(ResultError, match=rf"{path}: not a RunResult: invalid JSON \({constant} is not a number"):
+        with pytest.raises(ResultError, match=rf"{path}: line \d+: {constant} is not a finite number"):
             load_result(path)
     with pytest.raises(ResultError, match="missing.json: RunResult file not found"):
         load_result(tmp_path / "missing.json")
+
+
+def test_a_key_twice_in_a_results_file_names_both_lines(tmp_path):
+    path = tmp_path / "dup.json"
+    path.write_text('{"schema_version": 1,\n "repeats": 1,\n "repeats": 3}', encoding="utf-8")
+    with pytest.raises(ResultError, match=r"dup\.json: line 3: key 'repeats' appears twice \(lines 2 and 3\)"):
+        load_result(path)
 
 
 def test_rageval_never_writes_nan(tmp_path):

@@ -34,25 +34,21 @@ the golden set's own checks (policy drift, leaks, version) are ``rageval.gate.go
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from rageval.config import Config, GateConfig, SliceGate
 from rageval.gate import confirm, stats, tables
+from rageval.gate.compare import Comparison, compare
 from rageval.gate.golden_rules import with_golden_checks
 from rageval.gate.thresholds import Context, RerunFn, pipeline_of
 from rageval.gate.verdict import Reason, Verdict, freeze
-from rageval.metrics.aggregate import summarize
-from rageval.results import CaseResult, RunResult
+from rageval.metrics.aggregate import recomputed, summarize
+from rageval.golden.set import Case
+from rageval.results import CaseResult, CheckResult, RunResult
 
 MAX_IDS_IN_MESSAGE = 10
 
-MSG_NOT_COMPARABLE_VERSION = ("baseline golden set version {before} ≠ candidate version {after}, "
-                              "so only floors and zero-tolerance apply")
-MSG_NOT_COMPARABLE_METRICS = ("metric sets differ (baseline only: {only_base}; candidate only: {only_cand}), "
-                              "so only floors and zero-tolerance apply")
-MSG_NO_BASELINE = "no baseline RunResult; floors and zero-tolerance only (gate.missing_baseline: floors_only)"
-MSG_NO_BASELINE_FAIL = "no baseline RunResult and gate.missing_baseline is 'fail'"
 MSG_ERRORS = "{n} case{s} errored: {ids} (gate.errors: {policy})"
 MSG_MISSING = "{ids} passed in the baseline and {verb} missing in the candidate"
 MSG_ZT_HOLDOUT = "{check}: {n} holdout case{s} fail{v} the rule (details hidden)"
@@ -107,24 +103,6 @@ def _numbers_message(check_name: str, case_id: str, case: CaseResult) -> str:
         parts.append("outside source " + ", ".join(str(x) for x in check.details["outside_source"]))
     detail = "; ".join(parts) or check.reason or "failed"
     return f"{check_name} {case_id}: {detail}"
-
-
-def comparability(baseline: RunResult | None, candidate: RunResult, cfg: GateConfig) -> tuple[bool, list[Reason]]:
-    if baseline is None:
-        fail = cfg.missing_baseline == "fail"
-        return False, [Reason("missing_baseline", MSG_NO_BASELINE_FAIL if fail else MSG_NO_BASELINE, fail)]
-    reasons = []
-    v_base, v_cand = baseline.golden.version, candidate.golden.version
-    if v_base != v_cand:
-        reasons.append(Reason("not_comparable", MSG_NOT_COMPARABLE_VERSION.format(before=v_base, after=v_cand),
-                              False, value=v_cand, threshold=v_base))
-    names_base, names_cand = list(baseline.metric_names), list(candidate.metric_names)
-    if set(names_base) != set(names_cand):
-        only_base = [m for m in names_base if m not in names_cand]
-        only_cand = [m for m in names_cand if m not in names_base]
-        reasons.append(Reason("not_comparable", MSG_NOT_COMPARABLE_METRICS.format(
-            only_base=", ".join(only_base) or "none", only_cand=", ".join(only_cand) or "none"), False))
-    return not reasons, reasons
 
 
 def case_diff(base_cases: Mapping[str, CaseResult], cand_cases: Mapping[str, CaseResult]
@@ -203,50 +181,76 @@ def case_reasons(cfg: GateConfig, base_cases: Mapping[str, CaseResult], cand_cas
 
 # --- evaluate --------------------------------------------------------------------------------
 
+def _recomputing(rerun: RerunFn | None) -> RerunFn | None:
+    """Re-runs are judged like the candidate: verdicts from checks, summaries from cases."""
+    if rerun is None:
+        return None
+    return lambda ids: recomputed(rerun(ids))
+
+
+@dataclass(frozen=True)
+class _PerCase:
+    pass_to_fail: list[str]
+    fail_to_pass: list[str]
+    rank_drops: list[dict[str, Any]]
+    tests: dict[str | None, stats.McNemar]
+    bootstrap: dict[str, stats.BootstrapCI]
+
+
+def _per_case(baseline: RunResult | None, candidate: RunResult, cmp: Comparison, cfg: GateConfig) -> _PerCase:
+    """Pass→fail and fail→pass over the unchanged cases (and passing baseline cases the candidate
+    did not answer: missing), rank drops, McNemar and bootstrap over the unchanged cases."""
+    if not cmp.comparable or baseline is None:
+        return _PerCase([], [], [], {}, {})
+    cand = candidate.case_map
+    removed, common = set(cmp.removed), set(cmp.common)
+    base = {i: c for i, c in baseline.case_map.items() if i in common or (i not in cand and i not in removed)}
+    pass_to_fail, fail_to_pass, rank_drops = case_diff(base, cand)
+    tests, bootstrap = statistics(baseline.replace(cases=tuple(base.values())), candidate, cfg, list(cmp.common))
+    return _PerCase(pass_to_fail, fail_to_pass, rank_drops, tests, bootstrap)
+
+
 def evaluate(baseline: RunResult | None, candidate: RunResult, cfg: GateConfig,
              rerun: RerunFn | None = None) -> Verdict:
     """Apply the gate (see the module docstring) and return the Verdict. ``rerun`` re-executes
-    cases with caches bypassed: ``rerun(None)`` the whole subset, ``rerun(ids)`` those cases."""
-    comparable, reasons = comparability(baseline, candidate, cfg)
+    cases with caches bypassed: ``rerun(None)`` the whole subset, ``rerun(ids)`` those cases.
+    Every case verdict is re-derived from its checks and every summary from the cases first."""
+    candidate = recomputed(candidate)
+    baseline = None if baseline is None else recomputed(baseline)
+    rerun = _recomputing(rerun)
+    cmp = compare(baseline, candidate, cfg)
     cand_cases = candidate.case_map
     base_cases = baseline.case_map if baseline is not None else {}
-    common = [i for i in cand_cases if i in base_cases]
-    pass_to_fail: list[str] = []
-    fail_to_pass: list[str] = []
-    rank_drops: list[dict[str, Any]] = []
-    tests: dict[str | None, stats.McNemar] = {}
-    bootstrap: dict[str, stats.BootstrapCI] = {}
-    if comparable and baseline is not None:   # another golden version may reuse ids: no per-case diff
-        pass_to_fail, fail_to_pass, rank_drops = case_diff(base_cases, cand_cases)
-        tests, bootstrap = statistics(baseline, candidate, cfg, common)
-    ctx = Context(baseline, candidate, cfg, comparable, same_cases=set(base_cases) == set(cand_cases),
-                  common=common, pipeline=pipeline_of(candidate), mcnemar_by_slice=tests,
-                  ci={(None, m): ci for m, ci in bootstrap.items()})
+    per = _per_case(baseline, candidate, cmp, cfg)
+    same = set(cmp.common) == set(cand_cases) == set(base_cases)
+    skip = (set(baseline.summary.metrics) & set(candidate.summary.metrics)) - cmp.metrics if baseline else set()
+    ctx = Context(baseline, candidate, cfg, cmp.comparable, same_cases=same, common=list(cmp.common),
+                  pipeline=pipeline_of(candidate), mcnemar_by_slice=per.tests,
+                  ci={(None, m): ci for m, ci in per.bootstrap.items()}, skip_drops=frozenset(skip))
     runs, checks, slice_notes = confirm.aggregate_with_reruns(ctx, rerun)
     zt = zero_tolerance(cand_cases, cfg.zero_tolerance)
-    confirmed = confirm.confirm_cases(pass_to_fail, zt, runs[1:], rerun, cfg.rerun.times, ctx.pipeline)
-    reasons += [Reason(c.rule, c.message, c.blocking, metric=c.metric, slice=c.slice, value=c.value,
-                       threshold=c.threshold) for c in checks if c.failed]
-    reasons += slice_notes
-    reasons += case_reasons(cfg, base_cases, cand_cases, confirmed.zero_tolerance, confirmed.pass_to_fail)
+    confirmed = confirm.confirm_cases(per.pass_to_fail, zt, runs[1:], rerun, cfg.rerun.times, ctx.pipeline)
+    reasons = [*cmp.reasons, *(Reason(c.rule, c.message, c.blocking, metric=c.metric, slice=c.slice, value=c.value,
+                                      threshold=c.threshold) for c in checks if c.failed), *slice_notes,
+               *case_reasons(cfg, base_cases, cand_cases, confirmed.zero_tolerance, confirmed.pass_to_fail)]
     verdict = "fail" if any(r.blocking for r in reasons) else "pass"
-    state = "not_comparable" if not comparable else "insufficient_data" if slice_notes else verdict
+    state = "not_comparable" if not cmp.comparable else "insufficient_data" if slice_notes else verdict
     metric_rows = tables.metric_rows(ctx, runs, checks, reasons)
     return Verdict(
-        verdict=verdict, state=state, comparable=comparable, reasons=tuple(reasons),
-        pass_to_fail=tuple(confirmed.pass_to_fail), fail_to_pass=tuple(fail_to_pass), flaky=tuple(confirmed.flaky),
-        rank_drops=freeze(rank_drops),
+        verdict=verdict, state=state, comparable=cmp.comparable, reasons=tuple(reasons),
+        pass_to_fail=tuple(confirmed.pass_to_fail), fail_to_pass=tuple(per.fail_to_pass),
+        flaky=tuple(confirmed.flaky), rank_drops=freeze(per.rank_drops),
         config_diff=freeze(config_diff(baseline.config, candidate.config) if baseline is not None else []),
         reran=freeze({"targeted": confirmed.rechecked, "full": len(runs) > 1,
                       "runs": confirm.rerun_values(runs, checks)}),
-        stats=freeze({"mcnemar": tests[None].to_dict() if None in tests else None,
-                      "bootstrap": {m: ci.to_dict() for m, ci in bootstrap.items()}}),
+        stats=freeze({"mcnemar": per.tests[None].to_dict() if None in per.tests else None,
+                      "bootstrap": {m: ci.to_dict() for m, ci in per.bootstrap.items()}}),
         metrics=freeze(metric_rows), by_slice=freeze(tables.slice_rows(ctx, runs, checks, reasons)),
         cases_added=tuple(i for i in cand_cases if baseline is not None and i not in base_cases),
         cases_removed=tuple(i for i in base_cases if i not in cand_cases),
         golden=freeze({"name": candidate.golden.name,
                        "baseline_version": None if baseline is None else baseline.golden.version,
-                       "candidate_version": candidate.golden.version}),
+                       "candidate_version": candidate.golden.version, "compared_cases": len(cmp.common)}),
         noise=freeze(tables.noise_rows(ctx, [row["metric"] for row in metric_rows])))
 
 
@@ -275,17 +279,44 @@ def narrow_baseline(baseline: RunResult, case_ids: Sequence[str]) -> RunResult:
                             golden=replace(baseline.golden, narrowed_to=len(kept)))
 
 
-def decide(cfg: Config, baseline: RunResult | None, candidate: RunResult, *, subset_ids: Sequence[str],
-           rerun: RerunFn | None = None, gate_judge: bool = True) -> tuple[Verdict, RunResult | None]:
+MSG_UNANSWERED = "the candidate has no result for this case (it is in the golden set the PR runs)"
+
+
+def completed(candidate: RunResult, expected: Sequence[Case]) -> RunResult:
+    """``candidate`` plus a failing case for every expected golden case it lacks: a case the
+    candidate does not answer is a failure, never a case less."""
+    have = candidate.case_map
+    missing = [CaseResult(id=c.id, question=c.question, expected_answer=c.expected_answer,
+                          expected_sections=tuple(c.expected_sections), slice=dict(c.slice), tags=tuple(c.tags),
+                          out_of_scope=c.out_of_scope, checks={"answered": CheckResult.fail(MSG_UNANSWERED)})
+               for c in expected if c.id not in have]
+    if not missing:
+        return candidate
+    return candidate.replace(cases=candidate.cases + tuple(missing))
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The verdict, and the two runs exactly as compared (completed, narrowed, re-derived)."""
+
+    verdict: Verdict
+    baseline: RunResult | None
+    candidate: RunResult
+
+
+def decide(cfg: Config, baseline: RunResult | None, candidate: RunResult, *, expected: Sequence[Case],
+           rerun: RerunFn | None = None, gate_judge: bool = True) -> Decision:
     """Gate ``candidate`` the way both `rageval gate` and the Action do.
 
-    Main's baseline may cover the whole golden set while a PR runs a subset: it is narrowed to
-    ``subset_ids`` first (a subset case the candidate lacks still counts as missing).
-    ``gate_judge=False`` leaves judge_pass ungated (the judge's measured agreement is too low).
-    Returns the verdict and the baseline as compared.
+    ``expected`` are the golden cases the PR runs: any the candidate lacks count as failing cases,
+    and main's baseline (which may cover the whole golden set) is narrowed to them. Verdicts are
+    re-derived from the checks and summaries from the cases. ``gate_judge=False`` leaves
+    judge_pass ungated (the judge's measured agreement is too low).
     """
+    ids = [c.id for c in expected]
+    candidate = recomputed(completed(candidate, expected))
     if baseline is not None:
-        baseline = narrow_baseline(baseline, subset_ids)
+        baseline = recomputed(narrow_baseline(baseline, ids))
     gate_cfg = cfg.gate if gate_judge else without_judge(cfg.gate)
     verdict = evaluate(baseline, candidate, gate_cfg, rerun=rerun)
-    return with_golden_checks(verdict, cfg, baseline, candidate), baseline
+    return Decision(with_golden_checks(verdict, cfg, baseline, candidate), baseline, candidate)

@@ -112,6 +112,7 @@ class Context:
     pipeline: tuple[bool, bool]
     mcnemar_by_slice: dict[str | None, stats.McNemar]
     ci: dict[tuple[str | None, str], stats.BootstrapCI | None]
+    skip_drops: frozenset[str] = frozenset()     # metrics both runs have but that are not compared (judge changed)
 
 
 def mean_value(runs: Sequence[RunResult], slice_key: str | None, metric: str) -> float | None:
@@ -236,6 +237,7 @@ def aggregate_checks(ctx: Context, runs: Sequence[RunResult]) -> tuple[list[Chec
     for slice_key, floors, drops in targets:
         checks += [_floor_check(ctx, runs, slice_key, metric, floor) for metric, floor in floors.items()]
         if ctx.comparable and ctx.baseline is not None:
-            found = (_drop_check(ctx, ctx.baseline, runs, slice_key, m, drop) for m, drop in drops.items())
+            found = (_drop_check(ctx, ctx.baseline, runs, slice_key, m, drop) for m, drop in drops.items()
+                     if m not in ctx.skip_drops)
             checks += [c for c in found if c is not None]
     return checks, notes

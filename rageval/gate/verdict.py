@@ -36,6 +36,9 @@ RULE_LABELS: dict[str, str] = {
     "policy_drift": "policy drift",
     "golden_version": "golden set version",
     "leak": "golden leak",
+    "golden_changes": "golden set changed",
+    "metrics_compared": "metrics compared",
+    "judge_changed": "judge changed",
 }
 #: rules that explain a state rather than block
 STATE_RULES = ("not_comparable", "missing_baseline", "slice_insufficient_data")

@@ -11,15 +11,13 @@ Two forms load:
 from __future__ import annotations
 
 import glob as globlib
-import json
 import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-import yaml
-
 from rageval.errors import DatasetError
+from rageval.parse import load_json, load_yaml, read_bytes, read_text
 
 _HEADING = re.compile(r"^(#{1,2})\s+(.*?)\s*$")
 _SECTION_ID = re.compile(r"^([A-Za-z][\w.]*-[\w.-]+|[A-Za-z]+\d[\w.-]*)\b[:.]?\s*(.*)$")
@@ -92,7 +90,7 @@ def load_corpus(pattern: str, root: Path) -> Corpus:
 
 
 def _load_markdown(path: Path) -> list[Section]:
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path, error=DatasetError)
     out: list[Section] = []
     current: tuple[str, str, int] | None = None
     body: list[str] = []
@@ -125,11 +123,8 @@ def _load_markdown(path: Path) -> list[Section]:
 
 
 def _load_mapping(path: Path) -> list[Section]:
-    try:
-        text = path.read_text(encoding="utf-8")
-        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise DatasetError(f"{path}: not valid {path.suffix[1:].upper()}: {exc}".splitlines()[0]) from None
+    load = load_json if path.suffix.lower() == ".json" else load_yaml
+    data = load(read_bytes(path, error=DatasetError), str(path), error=DatasetError)
     if not isinstance(data, dict):
         raise DatasetError(f"{path}: a corpus mapping must be {{section_id: text}}, got {type(data).__name__}.")
     out = []

@@ -18,8 +18,8 @@ from typing import Any
 
 import yaml
 
-from rageval.parse import parse_yaml
 from rageval.errors import DatasetError, did_you_mean
+from rageval.parse import load_json, load_yaml_node, read_bytes
 from rageval.results import HOLDOUT_TAG, CaseResult, slice_labels
 
 CASE_KEYS = ("id", "question", "expected_sections", "expected_answer", "source", "slice", "tags",
@@ -123,29 +123,17 @@ def load_golden(path: str | Path) -> GoldenSet:
     path = Path(path)
     if not path.is_file():
         raise DatasetError(f"{path}: golden set not found. Check `golden:` in the config (paths are relative to it).")
-    return parse_golden(path.read_bytes(), path)
+    return parse_golden(read_bytes(path, error=DatasetError), path)
 
 
 def parse_golden(raw_bytes: bytes, path: Path) -> GoldenSet:
     """A golden set from its file content; ``path`` names it in messages (and picks JSON by suffix),
-    so an older version read from git parses exactly like the working copy."""
-    try:
-        text = raw_bytes.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise DatasetError(f"{path}: not UTF-8 text (byte {exc.start}). Save the file as UTF-8.") from None
+    so an older version read from git parses exactly like the working copy. Strict: see rageval.parse."""
     lines: list[int | None] = []
     if path.suffix.lower() == ".json":
-        try:
-            raw = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(f"{path}: line {exc.lineno}: not valid JSON: {exc.msg}. Fix the syntax there.") from None
+        raw = load_json(raw_bytes, str(path), error=DatasetError)
     else:
-        try:
-            raw, node = parse_yaml(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f"line {mark.line + 1}: " if mark else ""
-            raise DatasetError(f"{path}: {where}not valid YAML: {getattr(exc, 'problem', exc)}. Fix the syntax there.") from None
+        raw, node = load_yaml_node(raw_bytes, str(path), error=DatasetError)
         lines = _case_lines(node)
     sha = hashlib.sha256(raw_bytes).hexdigest()
     if isinstance(raw, list):  # the seeds' flat golden.json

@@ -21,10 +21,10 @@ An aggregate over nothing is None ("n/a"), never NaN. Pure functions, no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from rageval.metrics.base import parse_metric
-from rageval.results import ERROR, FAIL, PASS, CaseResult, Summary
+from rageval.results import ERROR, FAIL, PASS, CaseResult, CheckResult, RunResult, Summary
 
 #: summary rate -> the checks whose statuses give its per-case 1/0 value
 CHECK_RATES: dict[str, tuple[str, ...]] = {
@@ -36,6 +36,40 @@ CHECK_RATES: dict[str, tuple[str, ...]] = {
 #: the summary metrics every run has besides its retrieval metrics, in report order
 GENERATION_SUMMARY = ("context_tokens", "pass_rate", "numbers_pass", "refusal_pass", "judge_pass", "rules_pass",
                       "faithfulness", "groundedness")
+
+
+def verdict_of(checks: Mapping[str, CheckResult], app_error: str | None = None
+               ) -> tuple[bool | None, tuple[str, ...], str | None]:
+    """(passed, failures, error) of a case from its checks: an App error or a check that errored
+    makes the case an error (``passed`` None), not a fail; otherwise it passes when no applicable
+    check failed. The one rule for the runner and for the gate, which re-derives every verdict
+    from the checks rather than trusting a file's ``passed``."""
+    if app_error:
+        return None, (), app_error
+    errors = [f"{name}: {c.reason}" for name, c in checks.items() if c.status == ERROR]
+    if errors:
+        return None, (), "; ".join(errors)
+    failures = tuple(f"{name}: {c.reason}" for name, c in checks.items() if c.status == FAIL)
+    return not failures, failures, None
+
+
+def rederived(case: CaseResult) -> CaseResult:
+    """``case`` with its verdict derived from its checks (see :func:`verdict_of`). A case with no
+    checks and no error has been scored by nothing: it is an error, never a pass."""
+    app_error = case.error if not any(c.status == ERROR for c in case.checks.values()) else None
+    if not case.checks and not app_error:
+        app_error = "the case has no checks and no error: it was not scored"
+    passed, failures, error = verdict_of(case.checks, app_error)
+    if (passed, failures, error) == (case.passed, case.failures, case.error):
+        return case
+    return case.replace(passed=passed, failures=failures, error=error)
+
+
+def recomputed(run: RunResult) -> RunResult:
+    """``run`` with every case verdict re-derived from its checks and the summary recomputed from
+    the cases: what the gate compares, whatever a results file claims."""
+    cases = tuple(rederived(c) for c in run.cases)
+    return run.replace(cases=cases, summary=summarize(cases, run.metric_names))
 
 
 def _check_rate(case: CaseResult, names: tuple[str, ...]) -> float | None:

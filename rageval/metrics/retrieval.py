@@ -7,10 +7,11 @@ sections that chunk contains.
 - hit@k    = 1 if a relevant chunk is in the top k, else 0
 - recall@k = |E ∩ sections(top k)| / |E|
 - RR@k     = 1 / rank of the first relevant chunk in the top k (0 if none); MRR@k is its mean
-- nDCG@k   = DCG@k / IDCG@k with binary gain, DCG = Σ_i (2^rel_i − 1) / log2(i + 1); the ideal
-             ordering puts the R relevant chunks of the retrieved list first, IDCG@k =
-             Σ_{i ≤ min(k, R)} 1 / log2(i + 1). Labels are sections, not chunks, so R is counted on
-             the retrieved list (trec_eval with qrels = the relevant chunks retrieved).
+- nDCG@k   = DCG@k / IDCG@k with binary gain, DCG = Σ_i (2^rel_i − 1) / log2(i + 1), where chunk i
+             has rel_i = 1 when it holds an expected section not already credited to a chunk
+             ranked higher; the ideal ranking holds every expected section once, IDCG@k =
+             Σ_{i ≤ min(k, |E|)} 1 / log2(i + 1) — trec_eval with qrels = the expected sections
+             (Manning et al., IIR 8.4), so an expected section never retrieved lowers nDCG.
 - @Ntok    = the same metrics over the longest prefix of the ranking whose chunks add up to at
              most N tokens, so configurations with different chunk sizes compare at an equal
              context budget (top-12 of 200-token chunks vs top-3 of 800-token chunks).
@@ -54,7 +55,8 @@ def _register(m: RetrievalMetric) -> None:
 _register(RetrievalMetric("hit", "a relevant chunk is in the top k", "1 if any relevant in top k else 0"))
 _register(RetrievalMetric("recall", "share of expected sections found in the top k", "|E ∩ sections(top k)| / |E|"))
 _register(RetrievalMetric("mrr", "reciprocal rank of the first relevant chunk", "1 / rank of first relevant (0 if none)"))
-_register(RetrievalMetric("ndcg", "rank-discounted gain, binary relevance", "Σ (2^rel−1)/log2(i+1) / IDCG"))
+_register(RetrievalMetric("ndcg", "rank-discounted gain, binary relevance, each expected section credited once",
+                          "Σ (2^rel−1)/log2(i+1) / IDCG, IDCG over min(k, |E|) ranks"))
 assert tuple(REGISTRY) == RETRIEVAL_FAMILIES  # noqa: S101 - a module invariant, not input validation
 
 
@@ -86,10 +88,17 @@ def rr_at(ranking: Ranking, expected: set[str], k: int) -> float:
 
 
 def ndcg_at(ranking: Ranking, expected: set[str], k: int) -> float:
-    rels = [1 if expected & set(s) else 0 for s in ranking[:k]]
-    dcg = sum((2 ** rel - 1) / math.log2(i + 1) for i, rel in enumerate(rels, 1))
-    n_ideal = min(k, sum(1 for s in ranking if expected & set(s)))
-    idcg = sum(1 / math.log2(i + 1) for i in range(1, n_ideal + 1))
+    """nDCG@k as trec_eval computes it with qrels = the expected sections: a chunk earns the
+    (binary) gain when it holds an expected section no higher chunk was credited for, and the
+    ideal ranking holds every expected section once, retrieved or not."""
+    credited: set[str] = set()
+    dcg = 0.0
+    for i, sections in enumerate(ranking[:k], 1):
+        new = (expected & set(sections)) - credited
+        if new:
+            dcg += 1 / math.log2(i + 1)
+            credited |= new
+    idcg = sum(1 / math.log2(i + 1) for i in range(1, min(k, len(expected)) + 1))
     return dcg / idcg if idcg else 0.0
 
 

@@ -25,7 +25,7 @@ from rageval.errors import RagevalError
 from rageval.golden import lifecycle
 from rageval.golden.corpus import Corpus, load_corpus
 from rageval.golden.set import Case, GoldenSet, load_golden
-from rageval.metrics.aggregate import summarize
+from rageval.metrics.aggregate import summarize, verdict_of
 from rageval.metrics.numbers import check_numbers
 from rageval.metrics.retrieval import case_metrics, first_relevant_rank
 from rageval.metrics.rules import (
@@ -41,8 +41,6 @@ from rageval.pipeline.apps.replay import ReplayApp
 from rageval.pipeline.judging import CaseJudge, ModelJudge
 from rageval.pipeline.llm import LLMClient
 from rageval.results import (
-    ERROR,
-    FAIL,
     CaseResult,
     CheckResult,
     Cost,
@@ -196,13 +194,10 @@ def score_case(case: Case, trace: Trace, corpus: Corpus, cfg: Config, judge: Cas
         checks["judge"] = CheckResult.skipped("no answer: retrieval-only case")
     else:
         checks.update(judge.check(case, trace, source))
-    scored = base.replace(context_tokens=None if tokens is None else sum(tokens[: len(trace.context)]),
-                          first_relevant_rank=rank, metrics=metrics, checks=checks)
-    errors = [f"{name}: {c.reason}" for name, c in checks.items() if c.status == ERROR]
-    if errors:
-        return scored.replace(error="; ".join(errors))
-    failures = tuple(f"{name}: {c.reason}" for name, c in checks.items() if c.status == FAIL)
-    return scored.replace(failures=failures, passed=not failures)
+    passed, failures, error = verdict_of(checks)
+    return base.replace(context_tokens=None if tokens is None else sum(tokens[: len(trace.context)]),
+                        first_relevant_rank=rank, metrics=metrics, checks=checks, passed=passed,
+                        failures=failures, error=error)
 
 
 def _retrieval(case: Case, trace: Trace, tokens: list[int] | None, cfg: Config

@@ -231,25 +231,40 @@ def test_no_targeted_rerun_for_a_deterministic_pipeline():
 
 # --- comparability ---------------------------------------------------------------------------
 
-def test_golden_version_mismatch_is_not_comparable_and_applies_floors_only():
+def test_a_golden_change_leaving_too_few_unchanged_cases_is_not_comparable_and_applies_floors_only():
     before, after = seed_runs()
     before = before.replace(golden=replace(before.golden, version=2))
+    after = after.replace(cases=tuple(c.replace(question=c.question + " (reworded)") if c.id in ("q02", "q04") else c
+                                      for c in after.cases))
     cfg = replace(SEED_GATE, max_drop={"hit@1": 0.01})
     verdict = evaluate(before, after, cfg)
     assert verdict.comparable is False and verdict.state == "not_comparable" and verdict.verdict == "fail"
-    assert "baseline golden set version 2 ≠ candidate version 3" in messages(verdict, blocking=False)[0]
+    assert messages(verdict, blocking=False)[0] == (
+        "only 3 of the PR's 5 cases are unchanged since the baseline (golden set v2 → v3: 2 changed); at least 10 "
+        "are needed to compare (gate.min_common_cases 10, and half of the PR's cases), so only floors and "
+        "zero-tolerance apply")
     assert [r.rule for r in verdict.reasons if r.blocking] == ["floor", "zero_tolerance", "zero_tolerance"]
     assert verdict.pass_to_fail == () and verdict.rank_drops == () and verdict.stats["mcnemar"] is None
     assert row(verdict, "hit@1")["delta"] is None and row(verdict, "hit@1")["baseline"] == 0.8
-    assert dict(verdict.golden) == {"name": "banhang-returns", "baseline_version": 2, "candidate_version": 3}
+    assert dict(verdict.golden) == {"name": "banhang-returns", "baseline_version": 2, "candidate_version": 3,
+                                    "compared_cases": 3}
+    blocked = evaluate(before, after, replace(cfg, floors={}, zero_tolerance=(), not_comparable="fail"))
+    assert blocked.verdict == "fail" and [r.rule for r in blocked.blocking_reasons] == ["not_comparable"]
+
+
+def test_a_version_bump_that_changes_no_case_compares_every_case():
+    before, after = seed_runs()
+    verdict = evaluate(before.replace(golden=replace(before.golden, version=2)), after, SEED_GATE)
+    assert verdict.comparable and verdict.pass_to_fail == ("q01", "q03")
 
 
 def test_not_comparable_can_pass():
     before, after = seed_runs()
     before = before.replace(metric_names=("hit@1", "mrr@5"))
     verdict = evaluate(before, before.replace(metric_names=RETRIEVAL), GateConfig(floors={"hit@3": 0.9}))
-    assert (verdict.verdict, verdict.state) == ("pass", "not_comparable")
-    assert "metric sets differ (baseline only: none; candidate only: hit@3, recall@3)" in verdict.reasons[0].message
+    assert (verdict.verdict, verdict.state) == ("pass", "pass")
+    assert verdict.reasons[0].message == ("metrics new in this PR, not compared: hit@3, recall@3; compared: the 10 "
+                                          "metrics both runs have")
 
 
 @pytest.mark.parametrize(("policy", "expected"), [("floors_only", "pass"), ("fail", "fail")])

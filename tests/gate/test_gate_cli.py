@@ -52,11 +52,13 @@ def test_deterministic_baseline_records_zero_noise_without_repeating(seed_projec
     assert "deterministic" in stdout
 
 
-def test_version_mismatch_is_not_comparable(seed_project, run_cli, tmp_path):
+def test_a_golden_change_that_leaves_too_few_cases_unchanged_is_not_comparable(seed_project, run_cli, tmp_path):
     base = tmp_path / "baseline.json"
     run_cli("baseline", "--config", seed_project["chunk-200"], "--out", base)
     data = json.loads(base.read_text(encoding="utf-8"))
-    data["golden"]["version"] = 0
+    data["golden"]["version"] = 0                          # the baseline ran an older golden set …
+    for case_id in ("q02", "q04"):                          # … in which two questions read differently
+        data["golden"]["cases"][case_id]["question"] += " (old wording)"
     base.write_text(json.dumps(data), encoding="utf-8")
     verdict = tmp_path / "v.json"
     code, _, _ = run_cli("gate", "--config", seed_project["chunk-800"], "--baseline", base, "--out", verdict)

@@ -135,11 +135,16 @@ def test_passed_report_with_flaky_case_matches_golden_file():
 
 
 def test_not_comparable_report_matches_golden_file():
-    before, after = chunk200(version=2), chunk200()
+    old = chunk200(version=2)       # golden v2 asked q02 and q04 in other words
+    before = old.replace(cases=tuple(c.replace(question=c.question + " (v2)") if c.id in ("q02", "q04") else c
+                                     for c in old.cases))
+    after = chunk200()
     verdict = evaluate(before, after, GateConfig(floors={"hit@3": 0.95, "mrr@5": 0.85}, max_drop={"mrr@5": 0.0}))
     text = render_markdown(verdict, before, after, ReportConfig())
-    assert text.splitlines()[0] == ("### ⚠️ RAG eval gate: passed (not comparable) — baseline golden set version 2 ≠ "
-                                    "candidate version 3, so only floors and zero-tolerance apply")
+    assert text.splitlines()[0] == (
+        "### ⚠️ RAG eval gate: passed (not comparable) — only 3 of the PR's 5 cases are unchanged since the baseline "
+        "(golden set v2 → v3: 2 changed); at least 10 are needed to compare (gate.min_common_cases 10, and half of "
+        "the PR's cases), so only floors and zero-tolerance apply")
     assert "v3 (sha256 `9f86d081884c`), baseline v2 — not comparable: floors and zero-tolerance only" in text
     check_golden("report_not_comparable", text)
 
@@ -197,8 +202,9 @@ NASTY = "Xem </details> ngay @channel\n```\n<script>alert(1)</script>\n````` | `
 
 
 def test_model_text_cannot_break_out_of_the_report():
-    before = run([case("q1", 1, "ok", question="q?"), case("q2", 1, "ok")])
-    bad = case("q1", 2, NASTY, question="Hỏi <script>x</script> @channel | a\nb `c`",
+    question = "Hỏi <script>x</script> @channel | a\nb `c`"
+    before = run([case("q1", 1, "ok", question=question), case("q2", 1, "ok")])
+    bad = case("q1", 2, NASTY, question=question,
                checks={"judge": CheckResult.fail("says </details> and @here")})
     after = run([bad, case("q2", 1, "ok")])
     verdict = evaluate(before, after, GateConfig())
@@ -285,18 +291,18 @@ RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u
 
 
 def test_control_and_bidi_characters_never_reach_the_comment():
-    before = run([case("q1", 1, "ok", question="q?"), case("q2", 1, "ok")])
-    bad = case("q1" + HOSTILE, 2, "answer " + HOSTILE, question="question " + HOSTILE, expected="expected " + HOSTILE,
-               checks={"judge": CheckResult.fail("judge " + HOSTILE)})
+    texts = {"question": "question " + HOSTILE, "expected": "expected " + HOSTILE}
+    before = run([case("q1" + HOSTILE, 1, "ok", **texts), case("q2", 1, "ok")])
+    bad = case("q1" + HOSTILE, 2, "answer " + HOSTILE, checks={"judge": CheckResult.fail("judge " + HOSTILE)}, **texts)
     after = run([bad, case("q2", 2, "ok", error="app error " + HOSTILE)])
-    before = run([case("q1" + HOSTILE, 1, "ok", question="q?"), case("q2", 1, "ok")])
     verdict = evaluate(before, after, GateConfig(floors={"pass_rate": 0.9}))
+    assert verdict.pass_to_fail == ("q1" + HOSTILE,)
     text = render_markdown(verdict, before, after, ReportConfig(), title="Gate " + HOSTILE)
     assert not RAW_CONTROL.findall(text)
     rest, blocks = outside_fences(text)
     assert "answer &#92;x1b&#93;0;pwned" not in text and any("answer \\x1b]0;pwned\\x07" in b for b in blocks)
     assert "question &#92;x1b&#93;0;pwned&#92;x07&#92;x1b&#91;2J&#92;x00&#92;x7f&#92;x9bU+202EevilU+2066U+200F" in rest
-    assert "judge &#92;x1b" in rest
+    assert "**Failing checks:** judge: judge &#92;x1b&#93;0;pwned" in rest
 
 
 def test_terminal_table_neutralises_control_characters_and_cuts_errors():
@@ -309,12 +315,15 @@ def test_terminal_table_neutralises_control_characters_and_cuts_errors():
 
 
 def p2f_cases(n: int, long_id: str, long_text: str) -> tuple[RunResult, RunResult]:
-    before = run([case(f"c{i:02d}", 1, f"Đúng {i}", question=f"Câu hỏi {i}?", expected=f"Đáp án {i}")
-                  for i in range(n)])
-    after = run([case(f"c{i:02d}", 3, f"Sai {i}" if f"c{i:02d}" != long_id else long_text,
-                      question=f"Câu hỏi {i}?" if f"c{i:02d}" != long_id else long_text,
-                      expected=f"Đáp án {i}" if f"c{i:02d}" != long_id else long_text, passed=False)
-                 for i in range(n)])
+    """``n`` cases that pass in the baseline and fail in the PR; case ``long_id`` has ``long_text``
+    as its question, expected answer and PR answer."""
+    def texts(cid: str, i: int) -> dict[str, str]:
+        return ({"question": long_text, "expected": long_text} if cid == long_id
+                else {"question": f"Câu hỏi {i}?", "expected": f"Đáp án {i}"})
+    ids = [f"c{i:02d}" for i in range(n)]
+    before = run([case(cid, 1, f"Đúng {i}", **texts(cid, i)) for i, cid in enumerate(ids)])
+    after = run([case(cid, 3, long_text if cid == long_id else f"Sai {i}", passed=False, **texts(cid, i))
+                 for i, cid in enumerate(ids)])
     return before, after
 
 

@@ -128,7 +128,7 @@ def test_the_same_pr_with_the_cases_updated_passes_the_drift_rule(project, basel
 def test_policy_drift_can_be_a_warning_or_off(project, baseline, run_cli, tmp_path):
     change_dt1_to_10_days(project)
     config = project / "rageval.yml"
-    config.write_text(config.read_text(encoding="utf-8") + "golden_checks: {policy_drift: warn}\n", encoding="utf-8")
+    edit(config, "policy_drift: block", "policy_drift: warn")  # a second golden_checks: key would be an error
     _, verdict, _, _ = gate(run_cli, project, baseline, tmp_path)
     assert [r["blocking"] for r in drift_reasons(verdict)] == [False]
     edit(config, "policy_drift: warn", "policy_drift: off")
@@ -272,8 +272,8 @@ def test_a_golden_question_in_the_few_shot_file_is_a_warning_naming_file_and_lin
                      "Khách: mua ao mac khong vua thi duoc tra trong may ngay\nTrả lời: Trong 7 ngày.\n",
                      encoding="utf-8")
     config = project / "rageval.yml"
-    config.write_text(config.read_text(encoding="utf-8") + "golden_checks: {leak_files: [few-shot.md]}\n",
-                      encoding="utf-8")
+    edit(config, "golden_checks: {policy_drift: block, leaks: warn, min_cases_per_section: 2}",
+         "golden_checks: {leak_files: [few-shot.md]}")
     code, out, err = run_cli("validate", "--config", config, "--no-git")
     assert code == 0, err
     assert "warning: leak: the question of q01 appears in few-shot.md line 3 (100% of its word 3-grams)" in out
@@ -313,8 +313,7 @@ def test_coverage_per_section_and_slice_matches_an_independent_count(project, ru
     config = project / "rageval.yml"
     edit(config, 'slices: {"type=injection": {floors: {pass_rate: 0.75}}}',
          'slices: {"type=injection": {floors: {pass_rate: 0.75}}, "type=chitchat": {floors: {pass_rate: 0.5}}}')
-    config.write_text(config.read_text(encoding="utf-8") + "golden_checks: {min_cases_per_section: 3}\n",
-                      encoding="utf-8")
+    edit(config, "min_cases_per_section: 2}", "min_cases_per_section: 3}")
     code, out, err = run_cli("validate", "--config", config, "--no-git")
     assert code == 0, err
     golden = yaml.safe_load((project / "golden.yaml").read_text(encoding="utf-8"))
@@ -353,8 +352,7 @@ def test_golden_candidates_from_logs_leaves_no_personal_data(project, run_cli, t
 
 def test_coverage_in_the_pr_comment_lists_thin_sections_and_stays_bounded(project, baseline, run_cli, tmp_path):
     config = project / "rageval.yml"
-    config.write_text(config.read_text(encoding="utf-8") + "golden_checks: {min_cases_per_section: 3}\n",
-                      encoding="utf-8")
+    edit(config, "min_cases_per_section: 2}", "min_cases_per_section: 3}")
     _, verdict, report, _ = gate(run_cli, project, baseline, tmp_path)
     assert "<details><summary>Coverage: 32/32 sections have a case; 2 with fewer than 3</summary>" in report
     assert "Fewer than 3 cases: BH-8, TV-3." in report

@@ -24,10 +24,20 @@ def test_hand_worked_example():
     assert m["hit@1"] == 0 and m["hit@2"] == 1
     assert m["recall@1"] == 0 and m["recall@2"] == 0.5 and m["recall@3"] == 1.0
     assert m["mrr@4"] == 0.5
-    # relevant at ranks 2, 3 (and 4); ideal for k=3 puts 3 relevant first
+    # C is credited at rank 2, D at rank 3 (C at rank 4 earns nothing again); the ideal ranking
+    # holds the two expected sections once: IDCG@3 = 1 + 1/log2(3)
     dcg = 1 / math.log2(3) + 1 / math.log2(4)
-    idcg = 1 + 1 / math.log2(3) + 1 / math.log2(4)
+    idcg = 1 + 1 / math.log2(3)
     assert m["ndcg@3"] == pytest.approx(dcg / idcg)
+    assert m["ndcg@3"] == pytest.approx(0.69343, abs=1e-5)
+
+
+def test_ndcg_counts_an_expected_section_never_retrieved():
+    # the issue's example: the second expected section is never retrieved; trec_eval gives 0.61
+    assert ndcg_at([{"A"}, {"X"}, {"Y"}], {"A", "B"}, 3) == pytest.approx(1 / (1 + 1 / math.log2(3)))
+    assert ndcg_at([{"A"}, {"X"}, {"Y"}], {"A", "B"}, 3) == pytest.approx(0.6131, abs=1e-4)
+    # a chunk holding two new expected sections earns one (binary) gain and credits both
+    assert ndcg_at([{"A", "B"}, {"B"}], {"A", "B"}, 2) == pytest.approx(1 / (1 + 1 / math.log2(3)))
 
 
 @pytest.mark.parametrize("ranking", [[], [{"X"}, {"Y"}]])
@@ -66,27 +76,58 @@ pytrec_eval = pytest.importorskip("pytrec_eval")
 SECTIONS = ["S1", "S2", "S3", "S4", "S5"]
 
 
-@settings(max_examples=150, deadline=None)
+def _trec_run(chunks: list[str], expected: set[str]) -> dict[str, float]:
+    """Our ranking as a trec_eval run over sections: a chunk is its section the first time it
+    appears and a distinct non-relevant document after that (a section is credited once)."""
+    seen: set[str] = set()
+    docs = []
+    for i, section in enumerate(chunks):
+        docs.append(section if section not in seen else f"dup{i}")
+        seen.add(section)
+    return {doc: float(len(docs) - i) for i, doc in enumerate(docs)}
+
+
+CUTS = (1, 2, 3, 4, 5, 8)
+MEASURES = {"recip_rank", "ndcg_cut." + ",".join(map(str, CUTS)), "success." + ",".join(map(str, CUTS))}
+
+
+@settings(max_examples=300, deadline=None)
 @given(
-    chunks=st.lists(st.sets(st.sampled_from(SECTIONS), min_size=1, max_size=2), min_size=1, max_size=8),
+    chunks=st.lists(st.sampled_from(SECTIONS), min_size=1, max_size=8),
     expected=st.sets(st.sampled_from(SECTIONS), min_size=1, max_size=3),
-    k=st.integers(min_value=1, max_value=8),
 )
-def test_agrees_with_trec_eval(chunks, expected, k):
-    """trec_eval on the same ranking, with qrels = the relevant chunks of the retrieved list (our
-    labels are sections, so relevance is judged on what was retrieved)."""
-    ids = [f"c{i}" for i in range(len(chunks))]
-    qrels = {"q": {cid: 1 for cid, secs in zip(ids, chunks) if secs & expected} or {"none": 1}}
-    run = {"q": {cid: float(len(ids) - i) for i, cid in enumerate(ids)}}
-    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank", "ndcg_cut", "success"})
-    ref = evaluator.evaluate(run)["q"]
-    ours = case_metrics([f"mrr@{len(ids)}", f"ndcg@{k}", f"hit@{k}"], chunks, [1] * len(chunks), expected)
-    assert ours[f"mrr@{len(ids)}"] == pytest.approx(ref["recip_rank"], abs=1e-9)
-    # trec_eval's default cut-offs: ndcg_cut_5, 10, …; success_1, 5, 10
-    if f"ndcg_cut_{k}" in ref:
-        assert ours[f"ndcg@{k}"] == pytest.approx(ref[f"ndcg_cut_{k}"], abs=1e-4)
-    if f"success_{k}" in ref:
+def test_agrees_with_trec_eval(chunks, expected):
+    """trec_eval with qrels = the expected sections (some never retrieved), on one case."""
+    ref = pytrec_eval.RelevanceEvaluator({"q": dict.fromkeys(expected, 1)}, MEASURES).evaluate(
+        {"q": _trec_run(chunks, expected)})["q"]
+    ranking = [{s} for s in chunks]
+    ours = case_metrics([f"mrr@{len(chunks)}", *(f"ndcg@{k}" for k in CUTS), *(f"hit@{k}" for k in CUTS)],
+                        ranking, [1] * len(chunks), expected)
+    assert ours[f"mrr@{len(chunks)}"] == pytest.approx(ref["recip_rank"], abs=1e-9)
+    for k in CUTS:
+        assert ours[f"ndcg@{k}"] == pytest.approx(ref[f"ndcg_cut_{k}"], abs=1e-4), k
         assert ours[f"hit@{k}"] == ref[f"success_{k}"]
+
+
+def test_agrees_with_trec_eval_on_a_random_collection():
+    """1,200 per-case values (200 cases × 6 cut-offs) of a seeded random collection, with 1–3
+    expected sections per case and many never retrieved: every nDCG value matches trec_eval."""
+    import random
+    rng = random.Random(7)
+    sections = [f"S{i}" for i in range(12)]
+    qrels, runs, rankings = {}, {}, {}
+    for q in range(200):
+        expected = set(rng.sample(sections, rng.randint(1, 3)))
+        chunks = [rng.choice(sections) for _ in range(rng.randint(1, 8))]
+        qrels[f"q{q}"] = dict.fromkeys(expected, 1)
+        runs[f"q{q}"] = _trec_run(chunks, expected)
+        rankings[f"q{q}"] = (chunks, expected)
+    ref = pytrec_eval.RelevanceEvaluator(qrels, MEASURES).evaluate(runs)
+    unretrieved = sum(1 for chunks, expected in rankings.values() if expected - set(chunks))
+    assert unretrieved > 100                       # the collection exercises the case that went wrong
+    disagree = [(q, k) for q, (chunks, expected) in rankings.items() for k in CUTS
+                if abs(ndcg_at([{s} for s in chunks], expected, k) - ref[q][f"ndcg_cut_{k}"]) > 1e-4]
+    assert disagree == []
 
 
 def test_ndcg_of_the_seed_q05():

@@ -48,7 +48,7 @@ def test_command_app(seed_project, run_cli, tmp_path):
     assert code == 0, stderr
     cases = {c["id"]: c for c in json.loads(out.read_text(encoding="utf-8"))["cases"]}
     assert cases["q01"]["passed"] is True and cases["q01"]["first_relevant_rank"] == 1
-    assert "not JSON" in cases["q03"]["error"] and cases["q03"]["passed"] is None   # an error, not a fail
+    assert "line 1: not valid JSON" in cases["q03"]["error"] and cases["q03"]["passed"] is None   # an error, not a fail
     assert cases["q04"]["error"] is None                                          # the process went on
 
 
@@ -250,9 +250,11 @@ def test_http_answer_within_the_deadline_passes(raw):
 
 @pytest.mark.parametrize(("body", "fragment"), [
     (b'{"answer": "\xff\xfe"}', "not UTF-8 text (byte 12"),
-    (b'{"answer": "x", "retrieved": [{"chunk_id": "c1", "score": NaN}]}', "not JSON"),
-    (b'{"answer": "x", "retrieved": [{"chunk_id": "c1", "score": 1e999}]}', "'score' must be a finite number"),
-    (b"[" * 100_000, "nested too deep"),
+    (b'{"answer": "x", "retrieved": [{"chunk_id": "c1", "score": NaN}]}', "line 1: NaN is not a finite number"),
+    (b'{"answer": "x",\n "retrieved": [{"chunk_id": "c1", "score": 1e999}]}', "line 2: 1e999 is not a finite number"),
+    (b'{"answer": "x", "answer": "y"}', "line 1: key 'answer' appears twice"),
+    (b"[" * 100_000, "line 1: nested more than 64 levels"),
+    (b"<html>oops</html>", "line 1: not valid JSON"),
 ])
 def test_http_body_that_is_not_a_trace_is_a_case_error(raw, body, fragment):
     def respond(server, conn):
@@ -309,9 +311,9 @@ for line in sys.stdin.buffer:
     ('if req["id"] == "q02": out.write(b\'{"id": "q02", "answer": "\\xff"}\\n\'); out.flush(); continue',
      "answer for case 'q02': not UTF-8 text (byte 25: b'\\xff\"}')", False),
     ('if req["id"] == "q02": out.write(b\'{"id": "q02", "answer": "x", "latency_ms": 1e999}\\n\'); out.flush(); continue',
-     "'latency_ms' must be a finite number, got inf", False),
+     "line 1: 1e999 is not a finite number", False),
     ('if req["id"] == "q02": out.write(b"[" * 100000 + b"\\n"); out.flush(); continue',
-     "JSON nested too deep to be a trace", False),
+     "line 1: nested more than 64 levels", False),
     ('if req["id"] == "q02": [(out.write(b"x"), out.flush(), time.sleep(0.1)) for _ in range(300)]',
      "gave no complete answer line within 1 s (app.timeout_s)", True),
 ], ids=["long-line", "long-line-no-newline", "not-utf8", "infinite-latency", "deep", "trickle"])
@@ -381,4 +383,4 @@ def test_command_trace_with_infinite_score_is_an_error_and_the_results_file_stay
     code, _, stderr = run_cli("run", "--config", cfg, "--out", out)
     assert code == 0, stderr
     result = json.loads(out.read_text(encoding="utf-8"), parse_constant=lambda c: pytest.fail(f"{c} in results"))
-    assert all("'score' must be a finite number, got inf" in c["error"] for c in result["cases"])
+    assert all("line 1: 1e400 is not a finite number" in c["error"] for c in result["cases"])

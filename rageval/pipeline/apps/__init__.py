@@ -11,13 +11,12 @@ whose ``retrieved`` is null has no retrieval metrics; one with ``error`` set is 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from rageval.errors import DatasetError
-from rageval.files import loads
 from rageval.golden.set import Case
+from rageval.parse import finite, load_json, shown
 from rageval.results import Retrieved
 
 __all__ = ["MAX_TRACE_BYTES", "RETRIEVED_KEYS", "TRACE_KEYS", "App", "Retrieved", "Trace", "load_trace_json",
@@ -70,12 +69,12 @@ def trace_from_dict(data: Any, where: str) -> Trace:
         raise DatasetError(f"{where}: a trace must be a JSON object, got {type(data).__name__}.")
     unknown = [k for k in data if k not in TRACE_KEYS]
     if unknown:
-        raise DatasetError(f"{where}: unknown trace key {_shown(unknown[0])}. Valid keys: {', '.join(TRACE_KEYS)}.")
+        raise DatasetError(f"{where}: unknown trace key {shown(unknown[0])}. Valid keys: {', '.join(TRACE_KEYS)}.")
     if not isinstance(data.get("id"), (str, int)) or isinstance(data.get("id"), bool):
         raise DatasetError(f"{where}: trace needs an 'id' matching a golden case id.")
     answer = data.get("answer")
     if answer is not None and not isinstance(answer, str):
-        raise DatasetError(f"{where}: 'answer' must be a string or null, got {_shown(answer)}.")
+        raise DatasetError(f"{where}: 'answer' must be a string or null, got {shown(answer)}.")
     retrieved = data.get("retrieved")
     if retrieved is not None and not isinstance(retrieved, list):
         raise DatasetError(f"{where}: 'retrieved' must be a list of {{chunk_id, sections, text, score}}.")
@@ -116,36 +115,24 @@ def _number(value: Any, where: str, minimum: float | None = None) -> int | float
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise DatasetError(f"{where} must be a number, got {_shown(value)}.")
-    if (isinstance(value, float) and not math.isfinite(value)) or (isinstance(value, int) and abs(value) > 1e300):
-        raise DatasetError(f"{where} must be a finite number, got {_shown(value)}.")
+        raise DatasetError(f"{where} must be a number, got {shown(value)}.")
+    if not finite(value):
+        raise DatasetError(f"{where} must be a finite number, got {shown(value)}.")
     if minimum is not None and value < minimum:
-        raise DatasetError(f"{where} must be ≥ {minimum:g}, got {_shown(value)}.")
+        raise DatasetError(f"{where} must be ≥ {minimum:g}, got {shown(value)}.")
     return value
 
 
-def _shown(value: Any, limit: int = 80) -> str:
-    try:
-        text = repr(value)
-    except ValueError:  # an int of more digits than Python prints
-        text = f"an integer of {value.bit_length()} bits"
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def load_trace_json(data: bytes, where: str) -> Any:
-    """One trace's JSON from an app's output (a command's line, an http body): strict UTF-8,
-    NaN/Infinity refused, bounded nesting; DatasetError naming ``where`` otherwise."""
+    """One trace's JSON from an app's output (a command's line, an http body), read as strictly
+    as a file (rageval.parse: UTF-8, no NaN/Infinity, no duplicate key, bounded nesting);
+    DatasetError naming ``where`` otherwise."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise DatasetError(f"{where}: not UTF-8 text (byte {exc.start}: {data[exc.start:exc.start + 4]!r}). "
                            "Write the trace as UTF-8 JSON.") from None
-    try:
-        return loads(text)
-    except RecursionError:
-        raise DatasetError(f"{where}: JSON nested too deep to be a trace.") from None
-    except ValueError as exc:
-        raise DatasetError(f"{where}: not JSON ({str(exc)[:120]}): {_shown(text[:80])}") from None
+    return load_json(text, where, error=DatasetError)
 
 
 def request_for(case: Case) -> dict[str, Any]:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from rageval.pipeline.apps import Trace, trace_from_dict
 from rageval.errors import DatasetError
 from rageval.golden.set import Case
+from rageval.parse import load_json, read_text
+from rageval.pipeline.apps import Trace, trace_from_dict
 
 
 class ReplayApp:
@@ -29,17 +29,11 @@ def load_traces(path: Path) -> dict[str, Trace]:
     if not path.is_file():
         raise DatasetError(f"{path}: trace file not found. Check `app.path` in the config or --app replay:FILE.")
     traces: dict[str, Trace] = {}
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DatasetError(f"{path}: line {lineno}: not valid JSON ({exc.msg} at column {exc.colno}). "
-                                   "Each line must be one trace object.") from None
-            trace = trace_from_dict(data, f"{path}: line {lineno}")
-            if trace.id in traces:
-                raise DatasetError(f"{path}: line {lineno}: a second trace for case '{trace.id}'. Keep one per case.")
-            traces[trace.id] = trace
+    for lineno, line in enumerate(read_text(path, error=DatasetError).split("\n"), 1):
+        if not line.strip():
+            continue
+        trace = trace_from_dict(load_json(line, str(path), error=DatasetError, line=lineno), f"{path}: line {lineno}")
+        if trace.id in traces:
+            raise DatasetError(f"{path}: line {lineno}: a second trace for case '{trace.id}'. Keep one per case.")
+        traces[trace.id] = trace
     return traces

@@ -1,0 +1,150 @@
+"""What a candidate can be compared with its baseline on: the cases both golden sets hold unchanged,
+the metrics both runs measure, and judge metrics only under the same evaluator.
+
+A golden-set version bump (cases added, removed or edited) does not switch the comparison off: it
+runs on the cases that are unchanged between the two sets — same id and same content (question,
+expected sections, expected answer, required and forbidden phrases, out-of-scope) — with the
+others listed. Only when fewer than ``gate.min_common_cases`` unchanged cases remain, or fewer
+than half of the PR's cases, is the run *not comparable* (floors and zero tolerance only; said in
+the verdict's title; blocking with ``gate.not_comparable: fail``). A metric only one run has (a
+new ``k``) is reported, not compared; judge-based metrics are compared only when both runs used
+the same judge (model, prompt version, faithfulness).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rageval.config import GateConfig
+from rageval.gate.verdict import Reason
+from rageval.results import RunResult
+
+#: what a case asks and expects: two cases with the same id and these values are the same case
+IDENTITY = ("question", "expected_sections", "expected_answer", "must_include", "must_not_include", "out_of_scope")
+#: summary metrics decided by the LLM judge
+JUDGE_METRICS = ("judge_pass", "faithfulness", "groundedness")
+_DATE_SUFFIX = re.compile(r"-\d{4}-\d{2}-\d{2}$")
+
+MSG_NO_BASELINE = "no baseline RunResult; floors and zero-tolerance only (gate.missing_baseline: floors_only)"
+MSG_NO_BASELINE_FAIL = "no baseline RunResult and gate.missing_baseline is 'fail'"
+MSG_TOO_FEW = ("only {n} of the PR's {total} cases are unchanged since the baseline (golden set v{before} → "
+               "v{after}: {what}); at least {need} are needed to compare (gate.min_common_cases {min}, and half "
+               "of the PR's cases), so only floors and zero-tolerance apply")
+MSG_COMMON = ("golden set v{before} → v{after}: {what}; drops, pass→fail cases and statistics are compared on the "
+              "{n} unchanged cases, floors on all {total}")
+MSG_METRICS = "metrics {which}; compared: the {n} metrics both runs have"
+MSG_JUDGE = ("{metrics} shown but not compared: the judge changed ({before} → {after}); scores from two "
+             "different evaluators are not comparable")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The outcome: whether the runs compare, on which cases and which metrics, and why."""
+
+    comparable: bool
+    common: tuple[str, ...]            # unchanged case ids both runs answered, in the candidate's order
+    added: tuple[str, ...]             # candidate cases the baseline's golden set did not have
+    changed: tuple[str, ...]           # same id, different content
+    removed: tuple[str, ...]           # baseline cases the PR's golden set no longer has
+    metrics: frozenset[str]            # summary metrics compared
+    reasons: tuple[Reason, ...]
+
+
+def _fingerprint(fields: Mapping[str, Any]) -> str:
+    data = {k: fields.get(k) or None for k in IDENTITY}
+    return hashlib.sha256(json.dumps(data, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def case_contents(run: RunResult, *, snapshot: bool) -> dict[str, str]:
+    """Case id -> fingerprint of what the case asks and expects: from the golden snapshot when
+    ``snapshot`` (both runs carry one), else from the cases the run answered."""
+    if snapshot and run.golden.cases is not None:
+        return {i: _fingerprint(c) for i, c in run.golden.cases.items()}
+    return {c.id: _fingerprint({"question": c.question, "expected_sections": list(c.expected_sections),
+                                "expected_answer": c.expected_answer, "out_of_scope": c.out_of_scope})
+            for c in run.cases}
+
+
+def judge_signature(config: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Who judged: the judge model (case, provider prefix and date suffix ignored), its prompt
+    version and whether faithfulness ran; None without a judge."""
+    judge = config.get("judge") or {}
+    model = judge.get("model")
+    if not model:
+        return None
+    name = _DATE_SUFFIX.sub("", str(model).strip().lower().rsplit("/", 1)[-1])
+    return {"model": name, "prompt_version": judge.get("prompt_version"), "faithfulness": bool(judge.get("faithfulness"))}
+
+
+def _what_changed(added: tuple[str, ...], changed: tuple[str, ...], removed: tuple[str, ...]) -> str:
+    parts = [f"{len(ids)} {word}" for ids, word in ((added, "added"), (changed, "changed"), (removed, "removed")) if ids]
+    return ", ".join(parts) or "no case changed"
+
+
+def _metrics(baseline: RunResult, candidate: RunResult) -> tuple[frozenset[str], list[Reason]]:
+    """The summary metrics both runs have, judge metrics only under the same judge; a note on the rest."""
+    reasons = []
+    base, cand = set(baseline.summary.metrics), set(candidate.summary.metrics)
+    new = [m for m in candidate.metric_names if m not in baseline.metric_names]
+    gone = [m for m in baseline.metric_names if m not in candidate.metric_names]
+    compared = base & cand
+    if new or gone:
+        which = "; ".join(p for p in (f"new in this PR, not compared: {', '.join(new)}" if new else "",
+                                       f"no longer measured: {', '.join(gone)}" if gone else "") if p)
+        reasons.append(Reason("metrics_compared", MSG_METRICS.format(which=which, n=len(compared - set(gone))), False,
+                              value=new, threshold=gone))
+    before, after = judge_signature(baseline.config), judge_signature(candidate.config)
+    if before != after and before is not None and after is not None:
+        judged = [m for m in JUDGE_METRICS if m in compared]
+        compared -= set(JUDGE_METRICS)
+        if judged:
+            reasons.append(Reason("judge_changed", MSG_JUDGE.format(
+                metrics=", ".join(judged), before=_judge_label(before), after=_judge_label(after)), False))
+    return frozenset(compared), reasons
+
+
+def _judge_label(signature: Mapping[str, Any]) -> str:
+    label = signature["model"]
+    if signature.get("prompt_version"):
+        label += f" prompt {signature['prompt_version']}"
+    return label + (" + faithfulness" if signature.get("faithfulness") else "")
+
+
+def compare(baseline: RunResult | None, candidate: RunResult, cfg: GateConfig) -> Comparison:
+    """Decide what the two runs compare on (see the module docstring)."""
+    if baseline is None:
+        blocking = cfg.missing_baseline == "fail"
+        return Comparison(False, (), (), (), (), frozenset(), (Reason(
+            "missing_baseline", MSG_NO_BASELINE_FAIL if blocking else MSG_NO_BASELINE, blocking),))
+    snapshot = baseline.golden.cases is not None and candidate.golden.cases is not None
+    before, after = case_contents(baseline, snapshot=snapshot), case_contents(candidate, snapshot=snapshot)
+    answered = baseline.case_map
+    common = tuple(i for i in candidate.case_map if i in answered and before.get(i) == after.get(i))
+    added = tuple(i for i in candidate.case_map if i not in before)
+    changed = tuple(i for i in candidate.case_map if i in before and i in after and before[i] != after[i])
+    removed = tuple(i for i in answered if snapshot and i not in after)
+    metrics, reasons = _metrics(baseline, candidate)
+    versions = {"before": baseline.golden.version, "after": candidate.golden.version}
+    what = _what_changed(added, changed, removed)
+    # the golden set changed when its version did or its snapshots differ; a version bump alone
+    # (no case changed) changes nothing, and without snapshots a run's cases are compared by id
+    golden_changed = (added or changed or removed) and (
+        snapshot or baseline.golden.version != candidate.golden.version)
+    if not golden_changed:
+        return Comparison(True, common, added, changed, removed, metrics, tuple(reasons))
+    total = len(candidate.cases)
+    need = max(cfg.min_common_cases, -(-total // 2))
+    if len(common) < need:
+        blocking = cfg.not_comparable == "fail"
+        reasons.insert(0, Reason("not_comparable", MSG_TOO_FEW.format(
+            n=len(common), total=total, what=what, need=need, min=cfg.min_common_cases, **versions), blocking,
+            value=len(common), threshold=need))
+        return Comparison(False, common, added, changed, removed, metrics, tuple(reasons))
+    reasons.insert(0, Reason("golden_changes", MSG_COMMON.format(what=what, n=len(common), total=total, **versions),
+                             False, value=len(common)))
+    return Comparison(True, common, added, changed, removed, metrics, tuple(reasons))

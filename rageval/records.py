@@ -1,0 +1,221 @@
+"""The per-case records a RunResult is made of: :class:`CheckResult` (one check of one case),
+:class:`Retrieved` (one retrieved chunk) and :class:`CaseResult`, each with ``to_dict`` and a
+strict ``from_dict``. ``rageval.results`` holds the run-level records and re-exports these: import
+them from there.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from rageval.files import Reader
+
+PASS, FAIL, SKIPPED, ERROR = "pass", "fail", "skipped", "error"
+STATUSES = (PASS, FAIL, SKIPPED, ERROR)
+HOLDOUT_TAG = "holdout"
+#: the one summary metric that is not a rate in [0, 1]
+COUNT_METRICS = ("context_tokens",)
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The outcome of one check on one case.
+
+    ``status`` is one of pass | fail | skipped | error; ``passed`` is True/False for pass/fail and
+    None otherwise. ``details`` are check-specific keys (e.g. ``missing``, ``outside_source`` for
+    the number rule) and are flattened into the JSON form beside ``passed``.
+    """
+
+    status: str
+    score: float | None = None
+    reason: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"unknown check status {self.status!r}; expected one of {STATUSES}")
+
+    @property
+    def passed(self) -> bool | None:
+        return {PASS: True, FAIL: False}.get(self.status)
+
+    @classmethod
+    def ok(cls, reason: str = "", score: float | None = 1.0, **details: Any) -> CheckResult:
+        return cls(PASS, score, reason, details)
+
+    @classmethod
+    def fail(cls, reason: str, score: float | None = 0.0, **details: Any) -> CheckResult:
+        return cls(FAIL, score, reason, details)
+
+    @classmethod
+    def skipped(cls, reason: str, **details: Any) -> CheckResult:
+        return cls(SKIPPED, None, reason, details)
+
+    @classmethod
+    def error(cls, reason: str, **details: Any) -> CheckResult:
+        return cls(ERROR, None, reason, details)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"status": self.status, "passed": self.passed, "score": self.score,
+                               "reason": self.reason}
+        for key, value in self.details.items():
+            if key in out:
+                raise ValueError(f"check detail {key!r} collides with a record field")
+            out[key] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], where: str = "check", *,
+                  reader: Reader | None = None) -> CheckResult:
+        r = reader or Reader(where)
+        data = r.obj(data, where)
+        status = r.req(data, "status", where)
+        if status not in STATUSES:
+            raise r.fail(f"{where}.status", f"expected one of {', '.join(STATUSES)}, got {status!r}")
+        details = {k: r.json(v, f"{where}.{k}") for k, v in data.items()
+                   if k not in ("status", "passed", "score", "reason")}
+        return cls(status, r.num(data.get("score"), f"{where}.score", optional=True),
+                   r.str_(data.get("reason", ""), f"{where}.reason") or "", details)
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    """One retrieved chunk, best first in a case's list."""
+
+    chunk_id: str
+    sections: tuple[str, ...]
+    text: str = ""
+    score: float | None = None
+    tokens: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"chunk_id": self.chunk_id, "sections": list(self.sections), "text": self.text,
+                "score": self.score, "tokens": self.tokens}
+
+    @classmethod
+    def from_dict(cls, data: Any, key: str, r: Reader) -> Retrieved:
+        data = r.obj(data, key)
+        return cls(r.str_(r.req(data, "chunk_id", key), f"{key}.chunk_id"),  # type: ignore[arg-type]
+                   r.strs(data.get("sections", []), f"{key}.sections"),
+                   r.str_(data.get("text") or "", f"{key}.text"),  # type: ignore[arg-type]
+                   r.num(data.get("score"), f"{key}.score", optional=True),
+                   r.int_(data.get("tokens"), f"{key}.tokens", optional=True))
+
+
+def metric_bounds(name: str) -> tuple[float, float | None]:
+    """(minimum, maximum) of a summary metric's value: rates lie in [0, 1], token counts are ≥ 0."""
+    return (0.0, None) if name in COUNT_METRICS else (0.0, 1.0)
+
+
+def sigma_bounds(name: str) -> tuple[float, float | None]:
+    """(minimum, maximum) of a metric's σ over repeats: a rate's σ cannot exceed 1, so a larger one
+    (which would widen every tolerance past the metric's range) is bad input, not noise."""
+    return metric_bounds(name)
+
+
+def slice_labels(slice_values: Mapping[str, Any]) -> list[str]:
+    """``key=value`` labels of a case's slice, sorted; booleans read ``true``/``false`` (as in YAML).
+    The one spelling used by by-slice aggregates, slice gates and reports."""
+    def label(value: Any) -> str:
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return str(value)
+    return [f"{k}={label(v)}" for k, v in sorted(slice_values.items())]
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """One golden case as answered and scored: the case, the trace, the checks and the verdict."""
+
+    id: str
+    question: str
+    expected_answer: str = ""
+    expected_sections: tuple[str, ...] = ()
+    slice: Mapping[str, Any] = field(default_factory=dict)
+    tags: tuple[str, ...] = ()
+    out_of_scope: bool = False
+    answer: str | None = None
+    retrieved: tuple[Retrieved, ...] | None = None
+    context_tokens: int | None = None
+    first_relevant_rank: int | None = None
+    metrics: Mapping[str, float] = field(default_factory=dict)
+    checks: Mapping[str, CheckResult] = field(default_factory=dict)
+    passed: bool | None = None
+    failures: tuple[str, ...] = ()
+    error: str | None = None
+    usage: Mapping[str, int] = field(default_factory=dict)
+    latency_ms: float | None = None
+
+    @property
+    def holdout(self) -> bool:
+        return HOLDOUT_TAG in self.tags
+
+    @property
+    def slice_labels(self) -> list[str]:
+        return slice_labels(self.slice)
+
+    def replace(self, **changes: Any) -> CaseResult:
+        return replace(self, **changes)
+
+    def status(self, check: str) -> str | None:
+        """The status of check ``check``, None when the case has no such check."""
+        found = self.checks.get(check)
+        return None if found is None else found.status
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "question": self.question, "expected_answer": self.expected_answer,
+            "expected_sections": list(self.expected_sections), "slice": dict(self.slice), "tags": list(self.tags),
+            "out_of_scope": self.out_of_scope, "answer": self.answer,
+            "retrieved": None if self.retrieved is None else [x.to_dict() for x in self.retrieved],
+            "context_tokens": self.context_tokens, "first_relevant_rank": self.first_relevant_rank,
+            "metrics": dict(self.metrics), "checks": {n: c.to_dict() for n, c in self.checks.items()},
+            "passed": self.passed, "failures": list(self.failures), "error": self.error,
+            "usage": dict(self.usage), "latency_ms": self.latency_ms,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any, key: str, r: Reader) -> CaseResult:
+        data = r.obj(data, key)
+        r.keys(data, CASE_KEYS, key)
+        for name in CASE_REQUIRED:
+            r.req(data, name, key)
+        case_id = r.str_(data["id"], f"{key}.id")
+        key = f"cases[{case_id}]"
+        retrieved = data.get("retrieved")
+        slice_ = r.obj(data.get("slice") or {}, f"{key}.slice")
+        for name, value in slice_.items():
+            if not isinstance(value, str | int | float | bool) or (isinstance(value, float) and not math.isfinite(value)):
+                raise r.fail(f"{key}.slice.{name}", f"expected a string, number or boolean, got {value!r}")
+        passed = data.get("passed")
+        if passed is not None:
+            r.bool_(passed, f"{key}.passed")
+        return cls(
+            id=case_id,  # type: ignore[arg-type]
+            question=r.str_(data["question"], f"{key}.question"),  # type: ignore[arg-type]
+            expected_answer=r.str_(data.get("expected_answer") or "", f"{key}.expected_answer"),  # type: ignore[arg-type]
+            expected_sections=r.strs(data.get("expected_sections") or [], f"{key}.expected_sections"),
+            slice=dict(slice_), tags=r.strs(data.get("tags") or [], f"{key}.tags"),
+            out_of_scope=r.bool_(data.get("out_of_scope", False), f"{key}.out_of_scope"),
+            answer=r.str_(data.get("answer"), f"{key}.answer", optional=True),
+            retrieved=None if retrieved is None else tuple(
+                Retrieved.from_dict(x, f"{key}.retrieved[{i}]", r) for i, x in enumerate(r.lst(retrieved, f"{key}.retrieved"))),
+            context_tokens=r.int_(data.get("context_tokens"), f"{key}.context_tokens", optional=True),
+            first_relevant_rank=r.int_(data.get("first_relevant_rank"), f"{key}.first_relevant_rank",
+                                       optional=True, minimum=1),
+            metrics=r.numbers(data.get("metrics") or {}, f"{key}.metrics", optional=False, bounds=metric_bounds),
+            checks={str(n): CheckResult.from_dict(c, f"{key}.checks.{n}", reader=r)
+                    for n, c in r.obj(data.get("checks") or {}, f"{key}.checks").items()},
+            passed=passed,
+            failures=r.strs(data.get("failures") or [], f"{key}.failures"),
+            error=r.str_(data.get("error"), f"{key}.error", optional=True),
+            usage={str(k): r.int_(v, f"{key}.usage.{k}") for k, v in r.obj(data.get("usage") or {}, f"{key}.usage").items()},
+            latency_ms=r.num(data.get("latency_ms"), f"{key}.latency_ms", optional=True),
+        )
+
+
+CASE_KEYS = tuple(f.name for f in fields(CaseResult))
+CASE_REQUIRED = ("id", "question", "checks", "passed", "error")
