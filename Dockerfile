@@ -1,33 +1,58 @@
 # rag-eval-gate: the GitHub Docker container action.
 # GitHub runs it as the image's default user (root), with the workspace mounted at
-# /github/workspace as the working directory, so there is deliberately no USER here.
+# /github/workspace as the working directory, so there is deliberately no USER here; every file
+# the action writes gets mode 0644 (the umask's), so later steps running as uid 1001 can read it.
+#
 # BASE_IMAGE: the official slim image, pinned by version. Any Debian-like image with python3 and
-# python3-venv works too (CI builds it on a debootstrap-made bookworm base).
+# python3-venv works too (CI builds it on a debootstrap-made bookworm base as well).
+#
+# Three stages: `build` makes the venv from the lock file (checked with `pip check`, then pip and
+# setuptools removed); `base` is BASE_IMAGE without what a Python program never reads (docs, man
+# pages, translations, the system pip); the final image is `base` flattened plus the venv and the
+# entrypoint: no compiler, no package cache, no pip.
 ARG BASE_IMAGE=python:3.11.13-slim-bookworm
-FROM ${BASE_IMAGE}
+
+FROM ${BASE_IMAGE} AS build
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PYTHONDONTWRITEBYTECODE=1
+# A venv, so the same steps work where the system pip is "externally managed" (PEP 668).
+RUN python3 -m venv /opt/venv
+# Dependencies first (cached while only the package changes), exactly as locked.
+COPY requirements.lock /src/requirements.lock
+RUN /opt/venv/bin/pip install --no-deps --requirement /src/requirements.lock
+COPY pyproject.toml README.md LICENSE /src/
+COPY rageval /src/rageval
+RUN /opt/venv/bin/pip install --no-deps /src \
+    && /opt/venv/bin/pip check \
+    && /opt/venv/bin/pip uninstall --yes --quiet pip setuptools \
+    && find /opt/venv/lib -depth -type d -name tests -path "*/site-packages/*" -exec rm -rf {} + \
+    && /opt/venv/bin/rageval --version
+
+FROM ${BASE_IMAGE} AS base
+RUN rm -rf /usr/share/doc /usr/share/man /usr/share/info /usr/share/locale /usr/share/python-wheels \
+      /usr/lib/python3/dist-packages /usr/lib/python3*/ensurepip /usr/local/lib/python3*/ensurepip \
+      /usr/local/lib/python3*/site-packages/pip /usr/local/lib/python3*/site-packages/pip-* \
+      /usr/local/lib/python3*/site-packages/setuptools /usr/local/lib/python3*/site-packages/setuptools-* \
+      /usr/local/lib/python3*/site-packages/wheel /usr/local/lib/python3*/site-packages/wheel-* \
+      /usr/local/bin/pip /usr/local/bin/pip3* /usr/bin/pip /usr/bin/pip3* \
+      /var/cache/debconf/* /var/lib/apt/lists/* /root/.cache
+
+FROM scratch
+# Flattening is the point: files removed in `base` would otherwise still ship in its lower layers.
+# hadolint ignore=DL3067
+COPY --from=base / /
+COPY --from=build /opt/venv /opt/venv
+COPY entrypoint.py /app/entrypoint.py
 
 LABEL org.opencontainers.image.title="rag-eval-gate" \
       org.opencontainers.image.description="Gate pull requests of RAG applications on a golden-set evaluation" \
       org.opencontainers.image.licenses="MIT"
 
-ENV PYTHONUNBUFFERED=1 \
+ENV PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    LANG=C.UTF-8 \
+    PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
-    PIP_NO_CACHE_DIR=1 \
-    PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    VIRTUAL_ENV=/opt/venv \
-    PATH=/opt/venv/bin:$PATH
-
-# A venv, so the same steps work where the system pip is "externally managed" (PEP 668).
-RUN python3 -m venv /opt/venv
-
-# Dependencies first (cached while only the package changes), exactly as locked.
-COPY requirements.lock /app/requirements.lock
-RUN pip install --no-cache-dir --no-deps --requirement /app/requirements.lock \
-    && pip check
-
-COPY . /app
-RUN pip install --no-cache-dir --no-deps /app \
-    && rm -rf /app/build /app/*.egg-info \
-    && rageval --version
+    VIRTUAL_ENV=/opt/venv
 
 ENTRYPOINT ["python3", "/app/entrypoint.py"]

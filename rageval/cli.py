@@ -43,6 +43,7 @@ from rageval.metrics.judge import judge_agreement
 from rageval.pipeline.apps.replay import load_traces
 from rageval.pipeline.chunking import chunk_corpus
 from rageval.pipeline.embedding import LocalEmbedder
+from rageval.pipeline.generation import ChatGenerator
 from rageval.pipeline.judging import load_labels
 from rageval.pipeline.runner import Evaluation, prepare
 from rageval.results import load_result
@@ -161,6 +162,8 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     chunks = chunk_corpus(corpus, cfg.chunking.size, cfg.chunking.overlap)
     if cfg.app.type == "replay" and cfg.app.path is not None:
         load_traces(cfg.app.path)
+    if cfg.generation.provider == "openai" and cfg.generation.model and cfg.generation.prompt:
+        ChatGenerator(None, cfg.generation.model, cfg.generation.prompt)   # compiles the prompt template
     checked = _version_discipline(args, cfg, golden, out)
     leaks, cov = lifecycle.check_golden(cfg, golden, corpus)
     if leaks and cfg.golden_checks.leaks == "fail":
@@ -224,9 +227,7 @@ def cmd_gate(args: argparse.Namespace, out: TextIO) -> int:
         write_text(args.report_md, outcome.markdown)
     if args.candidate_out and not args.candidate:
         write_json(args.candidate_out, outcome.candidate)
-    out.write(outcome.line + "\n")
-    for reason in outcome.verdict.reasons:
-        out.write(f"  {'BLOCK' if reason.blocking else 'note '} {reason.message}\n")
+    out.write(report.render_terminal(outcome.verdict, title=cfg.report.title))
     return EXIT_BLOCKED if outcome.verdict.blocked else EXIT_OK
 
 

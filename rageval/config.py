@@ -4,7 +4,7 @@ Every error names the file, the key (dotted path) and the line where PyYAML can 
 was wrong and how to fix it. Unknown keys are errors — a mistyped ``gate:`` must never silently
 disable the gate — with "did you mean …". Paths are resolved relative to the config file.
 
-Defaults are written once, on the dataclass fields, with the kind that checks a given value:
+Defaults are written once, on the dataclass fields (rageval/settings.py), with the kind that checks a given value:
 ``setting(default, kind)`` (``posint``, ``rate``, ``path``, ``metrics`` …). Every section is read
 the same way — each key given, by its field's kind; the dataclass supplies the rest — and the rules
 between keys (chunking.overlap < chunking.size, judge ≠ generator …) are explicit: ``_check_rules``.
@@ -12,210 +12,43 @@ between keys (chunking.overlap < chunking.size, judge ≠ generator …) are exp
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import re
 import shlex
-from dataclasses import MISSING, Field, asdict, dataclass, field, fields, replace
+from dataclasses import MISSING, Field, fields, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from rageval.errors import ConfigError, did_you_mean
 from rageval.metrics.base import OTHER_METRICS, parse_metric
-from rageval.metrics.numbers import resolve_units
-from rageval.metrics.rules import validate_refusal_markers
-from rageval.parse import finite, key_lines, load_yaml_node, parse_yaml, read_bytes, shown  # parse_yaml: public here too
-
-DEFAULT_CONFIG = "rageval.yml"
-ZERO_TOLERANCE_RULES = ("numbers",)
-
-
-def setting(default: Any = MISSING, kind: str = "", *, factory: Any = MISSING, **spec: Any) -> Any:
-    """A config field: its one default, and the kind (plus options) the reader checks a given value by."""
-    return field(default=default, default_factory=factory, metadata={"kind": kind, **spec})
-
-
-@dataclass(frozen=True)
-class AppConfig:
-    type: str = setting("builtin", "choice", choices=("builtin", "replay", "command", "http"))
-    path: Path | None = setting(None, "path")                # replay: JSONL of traces
-    command: tuple[str, ...] | None = setting(None, "command")  # command: argv, JSON lines on stdin/stdout
-    url: str | None = setting(None, "url")                   # http: POST each case here
-    timeout_s: float = setting(60.0, "positive")                # per case: the whole request, not per read
-    concurrency: int = setting(4, "posint")
-    headers: dict[str, str] = setting(kind="headers", factory=dict)  # http: extra headers; values may be ${ENV}
-
-
-@dataclass(frozen=True)
-class ChunkingConfig:
-    size: int = setting(200, "posint")                       # tokens per chunk (rageval.text tokenizer)
-    overlap: int = setting(0, "nonnegint")                   # tokens shared by consecutive chunks of a document
-
-
-@dataclass(frozen=True)
-class EmbeddingConfig:
-    provider: str = setting("local", "choice", choices=("local", "openai", "e5"))
-    model: str = setting("hashed-ngrams-v1", "optstr")       # the local default; e5 and openai: _EMBEDDING_MODELS
-    dim: int = setting(2048, "int", bounds=(16, 2**20))      # local only: hashed feature dimension
-    batch_size: int = setting(64, "posint")                  # openai only
-
-
-@dataclass(frozen=True)
-class RetrievalConfig:
-    top_k: int = setting(5, "posint")                        # when not given: the largest k
-    k: tuple[int, ...] = setting((1, 3, 5), "ints", nonempty=True)
-    token_budgets: tuple[int, ...] = setting((), "ints")
-
-
-@dataclass(frozen=True)
-class GenerationConfig:
-    provider: str = setting("extractive", "choice", choices=("extractive", "openai", "none"))
-    model: str | None = setting(None, "optstr")
-    prompt: Path | None = setting(None, "path")              # jinja2 template; required for openai
-    temperature: float = setting(0.0, "nonneg")
-    max_tokens: int = setting(400, "posint")
-    max_sentences: int = setting(2, "posint")                # extractive only
-    seed: int | None = setting(None, "int")
-
-
-@dataclass(frozen=True)
-class JudgeConfig:
-    model: str | None = setting(None, "optstr")              # None: judge and faithfulness report "skipped"
-    allow_same_model: bool = setting(False, "bool")
-    faithfulness: bool = setting(False, "bool")              # also score claims against context and expected sections
-    min_agreement: float | None = setting(None, "rate")      # no gating on judge_pass below this measured agreement
-    agreement_file: Path | None = setting(None, "path")      # output of `rageval judge-agreement --out`
-
-
-@dataclass(frozen=True)
-class LLMConfig:
-    base_url: str | None = setting(None, "url")              # default: $OPENAI_BASE_URL, else the client's default
-    api_key_env: str = setting("OPENAI_API_KEY", "str")
-    concurrency: int = setting(4, "posint")
-    timeout_s: float = setting(60.0, "positive")
-    max_retries: int = setting(4, "nonnegint")
-    cache_dir: Path | None = setting(None, "path")           # the reader's default: .rageval-cache/ beside the config
-    max_cost_usd: float | None = setting(None, "nonneg")
-    prices: dict[str, dict[str, float]] = setting(kind="prices", factory=dict)  # model -> {prompt, completion} $/1M
-
-
-@dataclass(frozen=True)
-class SliceGate:
-    floors: dict[str, float] = setting(kind="metrics", factory=dict)
-    max_drop: dict[str, float] = setting(kind="metrics", factory=dict)
-
-
-@dataclass(frozen=True)
-class RerunConfig:
-    margin: float = setting(0.02, "nonneg")
-    times: int = setting(1, "nonnegint")
-
-
-@dataclass(frozen=True)
-class GateConfig:
-    floors: dict[str, float] = setting(kind="metrics", factory=dict)    # metric -> minimum value
-    max_drop: dict[str, float] = setting(kind="metrics", factory=dict)  # metric -> allowed drop vs baseline
-    noise_k: float = setting(2.0, "nonneg")
-    zero_tolerance: tuple[str, ...] = setting((), "strs", choices=ZERO_TOLERANCE_RULES)
-    slices: dict[str, SliceGate] = setting(kind="slices", factory=dict)  # "type=injection" -> gates
-    rerun: RerunConfig = setting(kind="section", factory=RerunConfig)
-    missing_baseline: str = setting("floors_only", "choice", choices=("floors_only", "fail"))
-    errors: str = setting("fail", "choice", choices=("fail", "ignore"))  # for cases whose App call errored
-    significance: float | None = setting(None, "rate")                  # block drops only when p < this
-    min_slice_cases: int = setting(3, "posint")                          # fewer in a gated slice -> insufficient_data
-    # a golden version change is compared on the cases it left unchanged; fewer than this many (or
-    # than half of the PR's cases) and the run is not comparable
-    min_common_cases: int = setting(10, "posint")
-    not_comparable: str = setting("pass", "choice", choices=("pass", "fail"))  # fail: block what cannot be compared
-
-
-@dataclass(frozen=True)
-class ChecksConfig:
-    units: tuple[str, ...] | None = setting(None, "strs", check=resolve_units)  # None: built-in vi + en units
-    # None: built-in phrases that mean "the documents do not say"
-    refusal_markers: tuple[str, ...] | None = setting(None, "strs", check=validate_refusal_markers)
-
-
-@dataclass(frozen=True)
-class GoldenChecksConfig:
-    # golden questions found in the prompt, leak_files or the corpus
-    leaks: str = setting("warn", "choice", choices=("warn", "fail", "off"))
-    leak_overlap: float = setting(0.8, "rate")               # share of a question's word 3-grams found in one place
-    leak_files: tuple[Path, ...] = setting((), "paths")      # more places examples live (few-shot files, prompts)
-    # a source section's numbers changed, a case expecting them did not
-    policy_drift: str = setting("block", "choice", choices=("block", "warn", "off"))
-    min_cases_per_section: int = setting(2, "nonnegint")     # coverage: sections with fewer cases are listed
-
-
-@dataclass(frozen=True)
-class ReportConfig:
-    max_cases: int = setting(25, "posint")                   # pass→fail cases shown in full before "…and N more"
-    title: str = setting("RAG eval gate", "str")
-
-
-@dataclass(frozen=True)
-class Config:
-    path: Path                            # the config file itself
-    golden: Path
-    corpus: str                           # path or glob, resolved against the config's folder
-    app: AppConfig = field(default_factory=AppConfig)
-    chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
-    embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
-    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
-    generation: GenerationConfig = field(default_factory=GenerationConfig)
-    judge: JudgeConfig = field(default_factory=JudgeConfig)
-    llm: LLMConfig = field(default_factory=LLMConfig)
-    gate: GateConfig = field(default_factory=GateConfig)
-    checks: ChecksConfig = field(default_factory=ChecksConfig)
-    golden_checks: GoldenChecksConfig = field(default_factory=GoldenChecksConfig)
-    report: ReportConfig = field(default_factory=ReportConfig)
-
-    @property
-    def root(self) -> Path:
-        return self.path.parent
-
-    def metric_names(self) -> list[str]:
-        """The retrieval metric set this config produces, in report order."""
-        names = [f"{fam}@{k}" for fam in ("hit", "recall", "mrr", "ndcg") for k in self.retrieval.k]
-        names += [f"{fam}@{b}tok" for fam in ("hit", "recall", "mrr", "ndcg") for b in self.retrieval.token_budgets]
-        return names
-
-    def to_dict(self) -> dict[str, Any]:
-        """The resolved config as plain JSON: paths relative to the config folder, no secrets
-        (only the *name* of the API key variable is ever stored)."""
-        data = _plain(asdict(self), self.root)
-        data["app"]["headers"] = {k: _header_for_results(v) for k, v in data["app"]["headers"].items()}
-        return data
-
-    def fingerprint(self) -> str:
-        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True, ensure_ascii=False).encode()).hexdigest()
-
-
-#: ``${NAME}``: an environment variable resolved at call time (http app headers).
-ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
-def _header_for_results(value: str) -> str:
-    """Header values may carry tokens: keep ``${ENV}`` references (with an optional Bearer
-    scheme), hide any literal value."""
-    literal = ENV_REF.sub("", value)
-    return value if ENV_REF.search(value) and not literal.replace("Bearer", "").strip(" :") else "***"
-
-
-def _plain(value: Any, root: Path) -> Any:
-    if isinstance(value, dict):
-        return {k: _plain(v, root) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v, root) for v in value]
-    if isinstance(value, Path):
-        try:
-            return value.relative_to(root).as_posix()
-        except ValueError:
-            return value.as_posix()
-    return value
-
+from rageval.parse import (
+    finite,
+    key_lines,
+    load_yaml_node,
+    read_bytes,
+    shown,
+)
+from rageval.settings import (  # noqa: F401 - the records are imported from rageval.config
+    DEFAULT_CONFIG,
+    ENV_REF,
+    ZERO_TOLERANCE_RULES,
+    AppConfig,
+    AttributionConfig,
+    ChecksConfig,
+    ChunkingConfig,
+    Config,
+    EmbeddingConfig,
+    GateConfig,
+    GenerationConfig,
+    GoldenChecksConfig,
+    JudgeConfig,
+    LLMConfig,
+    ReportConfig,
+    RerunConfig,
+    RetrievalConfig,
+    SliceGate,
+    setting,
+)
 
 # --- loading -------------------------------------------------------------------------------
 

@@ -11,14 +11,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from rageval import attribution
 from rageval.config import Config
 from rageval.errors import RagevalError
 from rageval.gate import report, stats
-from rageval.gate.decide import decide
-from rageval.gate.verdict import Verdict
+from rageval.gate.compare import compare
+from rageval.gate.decide import Decision, decide
+from rageval.gate.verdict import Verdict, freeze
+from rageval.golden.corpus import Corpus
 from rageval.golden.set import Case
 from rageval.pipeline.judging import judge_gate_allowed
-from rageval.pipeline.runner import Evaluation, cost_of
+from rageval.pipeline.runner import Evaluation, cost_of, prepare
 from rageval.results import Noise, Progress, RunResult
 
 RerunLog = Callable[[list[str] | None], None]
@@ -103,6 +106,29 @@ def gate(cfg: Config, baseline: RunResult | None, *, evaluation: Evaluation | No
     if cfg.judge.min_agreement is not None and not allowed:
         notes.append(f"judge_pass is not gated: {why}")
     decision = decide(cfg, baseline, candidate, expected=expected, rerun=rerun, gate_judge=allowed)
-    markdown = report.render_markdown(decision.verdict, decision.baseline, decision.candidate, cfg.report)
-    line = report.render_summary_line(decision.verdict, title=cfg.report.title)
-    return GateOutcome(decision.verdict, decision.baseline, decision.candidate, markdown, line, tuple(notes))
+    verdict = with_attribution(cfg, decision, evaluation)
+    markdown = report.render_markdown(verdict, decision.baseline, decision.candidate, cfg.report)
+    line = report.render_summary_line(verdict, title=cfg.report.title)
+    return GateOutcome(verdict, decision.baseline, decision.candidate, markdown, line, tuple(notes))
+
+
+def with_attribution(cfg: Config, decision: Decision, evaluation: Evaluation | None) -> Verdict:
+    """The verdict with ``attribution`` (rageval/attribution.py): the ablation runs go through the
+    evaluation's own corpus, subset and environment."""
+    verdict = decision.verdict
+    if evaluation is None:
+        if cfg.attribution.run == "always" or (cfg.attribution.run == "on_block" and verdict.blocked):
+            found = attribution.Attribution("not_available", "the candidate was given as a file (--candidate), "
+                                            "not run here, so it cannot be re-run with a knob reverted")
+            return replace(verdict, attribution=freeze(found.to_dict()))
+        return verdict
+    compared = compare(decision.baseline, decision.candidate, cfg.gate).common
+
+    def run_variant(variant: Config, corpus: Corpus | None) -> RunResult:
+        ev = prepare(variant, env=evaluation.env, subset=evaluation.subset,
+                     corpus=corpus if corpus is not None else evaluation.corpus)
+        return ev.run(case_ids=list(compared))
+
+    found = attribution.attribute(cfg, decision.baseline, decision.candidate, verdict, corpus=evaluation.corpus,
+                                  compared=compared, run_variant=run_variant)
+    return verdict if found is None else replace(verdict, attribution=freeze(found.to_dict()))

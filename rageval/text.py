@@ -64,3 +64,12 @@ def token_spans(text: str) -> list[tuple[int, int]]:
 def sentences(text: str) -> list[str]:
     """Split prose into sentences; keeps the original spelling, drops empty pieces."""
     return [s.strip() for s in _SENTENCE_END.split(text) if s and s.strip()]
+
+
+_USERINFO = re.compile(r"(?<=://)([^/@\s:]*):[^/@\s]*@")
+
+
+def hide_password(text: str) -> str:
+    """``https://user:secret@host/v1`` → ``https://user:***@host/v1`` wherever a URL in ``text``
+    carries a password (config values, error messages, app names)."""
+    return _USERINFO.sub(r"\1:***@", text)

@@ -1,6 +1,6 @@
 """A fake GitHub REST API over real HTTP on 127.0.0.1, for contract tests of `rageval.github.client`.
 
-It serves exactly the nine operations of ``../shared/github-rest-subset/openapi-subset.json``
+It serves exactly the ten operations of ``../shared/github-rest-subset/openapi-subset.json``
 under an Enterprise-style prefix (``/api/v3``), with in-memory state, plus one storage route that
 stands in for the signed blob URL an artifact download redirects to.
 
@@ -32,7 +32,7 @@ PREFIX = "/api/v3"
 STORAGE_PREFIX = "/_storage/artifacts/"
 SIGNED_URL_SECONDS = 60  # GitHub: "The URL expires after 1 minute"
 
-# (method, path regex, operation id) — the nine operations of the subset, nothing else.
+# (method, path regex, operation id) — the ten operations of the subset, nothing else.
 ROUTES: list[tuple[str, re.Pattern[str], str]] = [
     (m, re.compile(p), op)
     for m, p, op in [
@@ -54,6 +54,7 @@ ROUTES: list[tuple[str, re.Pattern[str], str]] = [
          "repos/create-commit-status"),
         ("GET", r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/pulls/(?P<pull_number>[^/]+)$",
          "pulls/get"),
+        ("GET", r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)$", "repos/get"),
     ]
 ]
 STORAGE_OPERATION = "storage/download"
@@ -103,8 +104,10 @@ class FakeGitHub:
         repo_id: int = 4242,
         token: str | None = None,
         max_page_size: int | None = None,
+        default_branch: str = "main",
     ) -> None:
         self.owner, self.repo, self.repo_id = owner, repo, repo_id
+        self.default_branch = default_branch
         self.token = token
         self.max_page_size = max_page_size
         self.artifacts: list[dict] = []
@@ -308,7 +311,7 @@ class FakeGitHub:
                 "git_url": f"git://{host}/{owner}/{self.repo}.git",
                 "ssh_url": f"git@{host}:{owner}/{self.repo}.git",
                 "svn_url": f"{self.html_url}/{owner}/{self.repo}", "mirror_url": None,
-                "homepage": None, "language": "Python", "default_branch": "main",
+                "homepage": None, "language": "Python", "default_branch": self.default_branch,
                 "forks": 0, "forks_count": 0, "stargazers_count": 0, "watchers": 0,
                 "watchers_count": 0, "size": 120, "open_issues": 1, "open_issues_count": 1,
                 "has_issues": True, "has_projects": False, "has_wiki": False, "has_pages": False,
@@ -574,6 +577,11 @@ class _Handler(BaseHTTPRequestHandler):
         status = self.fake._status(params["sha"], body)
         self.fake.statuses.setdefault(params["sha"], []).append(status)
         return _Response(201, status, {"Location": status["url"]})
+
+    def _op_repos_get(self, entry: LoggedRequest, params: dict) -> _Response:
+        repo = self.fake._repo(self.fake.repo_id, full=True)
+        repo.update({"has_discussions": False, "network_count": 0, "subscribers_count": 1})
+        return _Response(200, repo)
 
     def _op_pulls_get(self, entry: LoggedRequest, params: dict) -> _Response:
         pull = self.fake.pulls.get(int(params["pull_number"])) if params["pull_number"].isdigit() else None

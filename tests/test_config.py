@@ -103,9 +103,19 @@ def test_a_project_folder_is_accepted_where_a_config_file_is(run_cli, tmp_path):
 def test_defaults_come_from_the_dataclasses(tmp_path):
     from dataclasses import replace
 
-    from rageval.config import (AppConfig, ChecksConfig, ChunkingConfig, EmbeddingConfig, GateConfig,
-                                GenerationConfig, GoldenChecksConfig, JudgeConfig, LLMConfig, ReportConfig,
-                                RetrievalConfig)
+    from rageval.config import (
+        AppConfig,
+        ChecksConfig,
+        ChunkingConfig,
+        EmbeddingConfig,
+        GateConfig,
+        GenerationConfig,
+        GoldenChecksConfig,
+        JudgeConfig,
+        LLMConfig,
+        ReportConfig,
+        RetrievalConfig,
+    )
     cfg = load_config(write(tmp_path, ""))
     assert (cfg.app, cfg.chunking, cfg.embedding, cfg.retrieval, cfg.generation, cfg.judge, cfg.gate, cfg.checks,
             cfg.golden_checks, cfg.report) == (AppConfig(), ChunkingConfig(), EmbeddingConfig(), RetrievalConfig(),

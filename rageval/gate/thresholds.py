@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from rageval.config import GateConfig
 from rageval.gate import stats
-from rageval.gate.report import fmt, fmt_delta
+from rageval.gate.format import fmt, fmt_delta
 from rageval.gate.verdict import Reason
 from rageval.metrics.base import parse_metric
 from rageval.results import RunResult
@@ -126,21 +126,27 @@ def _slice_ids(ctx: Context, slice_key: str | None) -> list[str]:
     return [i for i in ctx.common if slice_key in cases[i].slice_labels]
 
 
-def delta_of(ctx: Context, runs: Sequence[RunResult], slice_key: str | None, metric: str) -> float | None:
-    """Mean over the candidate runs of (run − baseline), per the same-cases / common-cases rule."""
+def change_of(ctx: Context, runs: Sequence[RunResult], slice_key: str | None,
+              metric: str) -> tuple[float | None, float | None, float | None]:
+    """(before, after, Δ) of ``metric`` between the baseline and the mean of the candidate runs:
+    the summary values when both runs hold the same unchanged cases, otherwise the means of the
+    per-case values over the cases they share unchanged (so before → after and Δ agree)."""
     if ctx.baseline is None:
-        return None
-    deltas: list[float | None] = []
-    base = ctx.baseline.summary.value(metric, slice_key)
-    for run in runs:
-        value = run.summary.value(metric, slice_key)
-        if not ctx.same_cases:
-            before, after = stats.paired_values(ctx.baseline, run, metric, _slice_ids(ctx, slice_key))
-            if before.size:
-                deltas.append(float(after.mean() - before.mean()))
-                continue
-        deltas.append(None if value is None or base is None else value - base)
-    return stats.mean_or_none(deltas)
+        return None, None, None
+    base, after = ctx.baseline.summary.value(metric, slice_key), mean_value(runs, slice_key, metric)
+    if ctx.same_cases:
+        return base, after, None if base is None or after is None else after - base
+    pairs = [stats.paired_values(ctx.baseline, run, metric, _slice_ids(ctx, slice_key)) for run in runs]
+    if not pairs or not pairs[0][0].size:
+        return base, after, None
+    before = float(pairs[0][0].mean())
+    after = stats.mean_or_none(float(a.mean()) for _, a in pairs if a.size)
+    return before, after, None if after is None else after - before
+
+
+def delta_of(ctx: Context, runs: Sequence[RunResult], slice_key: str | None, metric: str) -> float | None:
+    """Δ of ``metric`` (see :func:`change_of`)."""
+    return change_of(ctx, runs, slice_key, metric)[2]
 
 
 def _significance_note(ctx: Context, slice_key: str | None, metric: str) -> str | None:
@@ -205,13 +211,11 @@ def _floor_check(ctx: Context, runs: Sequence[RunResult], slice_key: str | None,
 
 def _drop_check(ctx: Context, base: RunResult, runs: Sequence[RunResult], slice_key: str | None, metric: str,
                 max_drop: float) -> Check | None:
-    before = base.summary.value(metric, slice_key)
-    if before is None:
+    if base.summary.value(metric, slice_key) is None:
         return None                      # nothing to drop from: the metric is new
     sigma = stats.sigma_diff(base.sigma(metric, slice_key), ctx.candidate.sigma(metric, slice_key))
     tol = max(float(max_drop), ctx.cfg.noise_k * sigma)
-    after = mean_value(runs, slice_key, metric)
-    delta = delta_of(ctx, runs, slice_key, metric)
+    before, after, delta = change_of(ctx, runs, slice_key, metric)
     rule, where = _prefix(slice_key)
     if after is None or delta is None:
         return Check(rule + "max_drop", slice_key, metric, None, -tol, True,

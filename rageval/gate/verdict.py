@@ -40,6 +40,8 @@ RULE_LABELS: dict[str, str] = {
     "metrics_compared": "metrics compared",
     "judge_changed": "judge changed",
 }
+#: Verdict keys a verdict file may leave out
+OPTIONAL = ("attribution",)
 #: rules that explain a state rather than block
 STATE_RULES = ("not_comparable", "missing_baseline", "slice_insufficient_data")
 
@@ -126,6 +128,7 @@ class Verdict:
     cases_removed: tuple[str, ...]
     golden: Mapping[str, Any]                     # {name, baseline_version, candidate_version, diff, …}
     noise: Mapping[str, Any]                      # metric -> {sigma_baseline, sigma_candidate, sigma_diff, band}
+    attribution: Mapping[str, Any] | None = None  # which changed knob caused a drop (rageval/attribution.py)
 
     @property
     def blocked(self) -> bool:
@@ -143,7 +146,9 @@ class Verdict:
         return next((r for r in self.reasons if r.rule in STATE_RULES), None)
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: _thaw(getattr(self, f.name)) for f in fields(self)}
+        """Plain JSON; ``attribution`` only when there is one (verdicts of 0.1.0 have none)."""
+        return {f.name: _thaw(getattr(self, f.name)) for f in fields(self)
+                if not (f.name in OPTIONAL and getattr(self, f.name) is None)}
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "verdict", *, error: type[RagevalError] = ResultError) -> Verdict:
@@ -152,7 +157,7 @@ class Verdict:
         r = Reader(where, error)
         data = r.obj(data, "(top level)")
         names = [f.name for f in fields(cls)]
-        missing = [n for n in names if n not in data]
+        missing = [n for n in names if n not in data and n not in OPTIONAL]
         if missing:
             raise error(f"{where}: missing keys {', '.join(missing)}; it was not written by this rageval "
                         "version's `rageval gate --out` — regenerate it.")
@@ -161,7 +166,7 @@ class Verdict:
             raise r.fail("verdict", f"expected 'pass' or 'fail', got {data['verdict']!r}")
         if data["state"] not in STATES:
             raise r.fail("state", f"expected one of {', '.join(STATES)}, got {data['state']!r}")
-        values: dict[str, Any] = {n: _freeze(r.json(data[n], n)) for n in names}
+        values: dict[str, Any] = {n: _freeze(r.json(data.get(n), n)) for n in names}
         values["comparable"] = r.bool_(data["comparable"], "comparable")
         values["reasons"] = tuple(Reason.from_dict(x, f"reasons[{i}]", r) for i, x in enumerate(r.lst(data["reasons"], "reasons")))
         for name in ("pass_to_fail", "fail_to_pass", "flaky", "cases_added", "cases_removed"):

@@ -14,8 +14,14 @@ Modes (input ``mode``; ``auto`` picks one from the event):
   re-runs, post the sticky PR comment ("running…" first, then the report), write the outputs.
 * ``baseline`` (``push`` to the repository's default branch): run the whole golden set
   ``repeats`` times, write the RunResult to ``results-path`` for ``actions/upload-artifact``.
-* ``verify`` (anything else, e.g. ``push`` to ``release/1.2``): the whole golden set, floors,
-  zero-tolerance and the comparison with the default branch's baseline.
+* ``verify`` (anything else: ``merge_group``, ``push`` to ``release/1.2``, ``schedule``,
+  ``workflow_dispatch``): the whole golden set, floors, zero-tolerance and the comparison with
+  the baseline of the base branch (the merge group's), else the default branch (from the
+  payload, or ``GET /repos/{owner}/{repo}`` when the payload has none).
+
+The Docker image (``entrypoint.py``) and the native mode (``native/action.yml``, the job's own
+Python) both call ``main``: one code path decides and reports. The commit status (input
+``status-context``) is ``pending`` from the start, ``error`` on exit 2 or 3.
 
 Exit codes: 0 passed (or baseline written), 1 blocked, 2 bad input or configuration,
 3 internal error (a bug).
@@ -44,7 +50,7 @@ from rageval.errors import (
     GithubError,
     RagevalError,
 )
-from rageval.files import write_json, write_text
+from rageval.files import to_json, write_text
 from rageval.gate import report
 from rageval.github.baseline import fetch_baseline
 from rageval.github.client import GitHubClient
@@ -60,6 +66,7 @@ from rageval.github.inputs import (
     read_event,
     resolve_mode,
 )
+from rageval.github.status import StatusReporter, status_reporter
 from rageval.github.workflow import Console, Progress, append_text, write_output
 from rageval.golden.set import load_golden
 from rageval.pipeline.runner import Evaluation, prepare
@@ -73,14 +80,17 @@ MSG_NO_TOKEN = "Input 'github-token' is empty, but {why} needs the GitHub API."
 TIP_NO_TOKEN = "Leave `github-token` at its default (`${{ github.token }}`), or pass `baseline-path` to use a local file."
 MSG_NO_REPOSITORY = "GITHUB_REPOSITORY is {value!r}; expected owner/repo (this runs inside GitHub Actions)."
 MSG_NO_BASELINE = ("No baseline artifact '{name}' from branch '{branch}' of {repo} (none uploaded yet, all expired, "
-                   "or only from forks). gate.missing_baseline is '{policy}'.")
+                   "or only from forks). gate.missing_baseline is '{policy}'. The baseline job is missing or has "
+                   "not run yet: on a push to {branch}, run this action with `mode: baseline`, then "
+                   "`actions/upload-artifact` with `name: {name}` and `path: ${{{{ steps.<id>.outputs.results }}}}` "
+                   "— the workflow to copy is in {docs}.")
+DOCS_FALLBACK = "docs/action.md of rag-eval-gate"
+MSG_BAD_DEFAULT_BRANCH = "GitHub API GET /repos/{repo} returned no default_branch; set the input `baseline-branch`."
 MSG_COMMENT_DENIED = ("Could not post the PR comment (HTTP {status}): the token cannot write to this pull request "
                       "(a pull request from a fork gets a read-only token, or the job lacks "
                       "`permissions: pull-requests: write`). The report is in the job summary; the verdict is "
                       "unchanged.")
 MSG_COMMENT_FAILED = "Could not post the PR comment: {error} The report is in the job summary; the verdict is unchanged."
-MSG_STATUS_FAILED = ("Could not set the commit status '{context}': {error} Give the job "
-                     "`permissions: statuses: write`; the verdict is unchanged.")
 RUNNING_BODY = ("### ⏳ {title}: evaluation running…\n\n"
                 "Running {n} golden case{s}{subset} with `{config}`{baseline}. This comment is replaced with the "
                 "report when the run ends{link}.\n")
@@ -97,10 +107,11 @@ class _Context:
     console: Console
     workspace: Path
     now: datetime | None
-    client_factory: Callable[..., Any] | None
-    _client: Any = None
+    get_client: Callable[[], Any]
+    status: StatusReporter | None = None
     comment_enabled: bool = False
     comment_key: str = ""
+    comment_logins: tuple[str, ...] = ()    # our own login, once a comment we posted tells it
 
     @property
     def repository(self) -> tuple[str, str]:
@@ -111,13 +122,9 @@ class _Context:
         return owner, repo
 
     def client(self, why: str) -> Any:
-        if self._client is None:
-            if not self.inputs.token:
-                raise ActionInputError(MSG_NO_TOKEN.format(why=why), tip=TIP_NO_TOKEN)
-            factory = self.client_factory or GitHubClient
-            api_url = self.env.get("GITHUB_API_URL") or "https://api.github.com"
-            self._client = factory(self.inputs.token, api_url=api_url)
-        return self._client
+        if not self.inputs.token:
+            raise ActionInputError(MSG_NO_TOKEN.format(why=why), tip=TIP_NO_TOKEN)
+        return self.get_client()
 
     def path(self, value: str) -> Path:
         p = Path(value)
@@ -131,10 +138,35 @@ class _Context:
         url = self.run_url()
         return f" ([job log]({url}))" if url else ""
 
+    def docs_url(self) -> str:
+        server, repo = self.env.get("GITHUB_SERVER_URL"), self.env.get("GITHUB_ACTION_REPOSITORY")
+        if not server or not repo:
+            return DOCS_FALLBACK
+        return f"{server}/{repo}/blob/{self.env.get('GITHUB_ACTION_REF') or 'HEAD'}/docs/action.md"
+
+    def set_status(self, state: str, description: str) -> None:
+        if self.status is not None:
+            self.status.set(state, description)
+
+
+#: what the evaluated app and the model client never see: the action's inputs (the token among
+#: them), the job's token and the runner's own service credentials (artifacts, cache, OIDC).
+HIDDEN_FROM_APP = ("GITHUB_TOKEN", "ACTIONS_RUNTIME_TOKEN", "ACTIONS_RUNTIME_URL", "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+                   "ACTIONS_ID_TOKEN_REQUEST_URL", "ACTIONS_RESULTS_URL", "ACTIONS_CACHE_URL")
+
 
 def app_env(env: Mapping[str, str]) -> dict[str, str]:
-    """The environment the evaluated app and the model client see: no action inputs (the token)."""
-    return {k: v for k, v in env.items() if not k.startswith("INPUT_")}
+    """The environment the evaluated app and the model client see (see HIDDEN_FROM_APP)."""
+    return {k: v for k, v in env.items() if not k.startswith("INPUT_") and k not in HIDDEN_FROM_APP}
+
+
+def redact_json(value: Any, redact: Callable[[str], str]) -> Any:
+    """Every string (keys too) of a JSON value passed through ``redact``."""
+    if isinstance(value, dict):
+        return {redact(str(k)): redact_json(v, redact) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_json(v, redact) for v in value]
+    return redact(value) if isinstance(value, str) else value
 
 
 def _load(ctx: _Context) -> Config:
@@ -145,8 +177,7 @@ def _load(ctx: _Context) -> Config:
     cfg = load_config(path)
     key_value = ctx.env.get(cfg.llm.api_key_env)
     if key_value:
-        ctx.console.secrets.append(key_value)
-        ctx.console.mask(key_value)
+        ctx.console.add_secret(key_value)
     return cfg
 
 
@@ -173,15 +204,13 @@ def _baseline(ctx: _Context, cfg: Config) -> RunResult | None:
         ctx.console.log(f"baseline: {ctx.inputs.baseline_path}")
         return load_result(ctx.path(ctx.inputs.baseline_path), BaselineError)
     owner, repo = ctx.repository
-    branch = (ctx.inputs.baseline_branch
-              or (ctx.event.base_ref if ctx.mode == "gate" else None)
-              or ctx.event.default_branch or "main")
+    branch = ctx.inputs.baseline_branch or ctx.event.base_ref or ctx.event.default_branch or _default_branch(ctx)
     name = ctx.inputs.baseline_artifact
     with ctx.console.group(f"Fetching baseline artifact '{name}' from branch '{branch}'"):
         found = fetch_baseline(ctx.client("fetching the baseline artifact"), owner, repo, name, branch, now=ctx.now)
         if found is None:
             ctx.console.notice(MSG_NO_BASELINE.format(name=name, branch=branch, repo=f"{owner}/{repo}",
-                                                      policy=cfg.gate.missing_baseline))
+                                                      policy=cfg.gate.missing_baseline, docs=ctx.docs_url()))
             return None
         data, art = found
         where = f"baseline artifact '{name}' (id {art.get('id')}, {art.get('created_at')})"
@@ -189,16 +218,32 @@ def _baseline(ctx: _Context, cfg: Config) -> RunResult | None:
         return RunResult.from_dict(data, where, error=BaselineError)
 
 
+def _default_branch(ctx: _Context) -> str:
+    """The repository's default branch from the API, for events whose payload lacks it (schedule)."""
+    owner, repo = ctx.repository
+    data = ctx.client("finding the repository's default branch").get_repo(owner, repo)
+    branch = data.get("default_branch") if isinstance(data, dict) else None
+    if not isinstance(branch, str) or not branch:
+        raise GithubError(MSG_BAD_DEFAULT_BRANCH.format(repo=f"{owner}/{repo}"))
+    ctx.console.log(f"default branch of {owner}/{repo} (from the API): {branch}")
+    return branch
+
+
 def _comment(ctx: _Context, body: str) -> None:
     """Create or update the sticky comment; a refusal becomes a warning and stops commenting."""
     if not ctx.comment_enabled or ctx.event.pr_number is None:
         return
+    body = ctx.console.redact(body)
     room = MAX_COMMENT_CHARS - len(comment_marker(ctx.comment_key)) - 1
     if len(body) > room:
         body = body[: room - 40].rstrip() + "\n\n…(cut to fit GitHub's comment limit)\n"
     owner, repo = ctx.repository
     try:
-        upsert_comment(ctx.client("the PR comment"), owner, repo, ctx.event.pr_number, ctx.comment_key, body)
+        posted = upsert_comment(ctx.client("the PR comment"), owner, repo, ctx.event.pr_number, ctx.comment_key,
+                                body, logins=ctx.comment_logins)
+        login = (posted.get("user") or {}).get("login") if isinstance(posted, dict) else None
+        if isinstance(login, str) and login not in ctx.comment_logins:
+            ctx.comment_logins += (login,)
     except GithubError as exc:
         ctx.comment_enabled = False
         status = getattr(exc, "status", None)
@@ -206,20 +251,6 @@ def _comment(ctx: _Context, body: str) -> None:
             ctx.console.warning(MSG_COMMENT_DENIED.format(status=status))
         else:
             ctx.console.warning(MSG_COMMENT_FAILED.format(error=exc.message))
-
-
-def _status(ctx: _Context, state: str, description: str) -> None:
-    context = ctx.inputs.status_context
-    sha = ctx.event.head_sha or ctx.event.sha
-    if not context or not sha:
-        return
-    owner, repo = ctx.repository
-    try:
-        ctx.client("the commit status").create_commit_status(owner, repo, sha, state, context, description,
-                                                             target_url=ctx.run_url())
-        ctx.console.log(f"commit status '{context}' on {sha[:12]}: {state}")
-    except GithubError as exc:
-        ctx.console.warning(MSG_STATUS_FAILED.format(context=context, error=exc.message))
 
 
 def _report_path(results_path: str) -> str:
@@ -231,11 +262,12 @@ def _finish(ctx: _Context, *, verdict: str, markdown: str, result: RunResult, pa
     """Write results, the report file, the step summary and the outputs."""
     results_rel = ctx.inputs.results_path
     report_rel = _report_path(results_rel)
-    write_json(ctx.path(results_rel), result)
+    markdown = ctx.console.redact(markdown)   # a secret a model echoed stays out of every file
+    write_text(ctx.path(results_rel), to_json(redact_json(result.to_dict(), ctx.console.redact)))
     write_text(ctx.path(report_rel), markdown)
     summary = ctx.env.get("GITHUB_STEP_SUMMARY")
     if summary:
-        append_text(summary, ctx.console.redact(markdown))
+        append_text(summary, markdown)
     outputs = ctx.env.get("GITHUB_OUTPUT")
     if outputs:
         for name, value in (("verdict", verdict), ("results", results_rel), ("report", report_rel),
@@ -289,7 +321,7 @@ def _run_gate(ctx: _Context) -> int:
     _finish(ctx, verdict=verdict.verdict, markdown=outcome.markdown, result=outcome.candidate,
             pass_to_fail=list(verdict.pass_to_fail))
     _comment(ctx, outcome.markdown)
-    _status(ctx, "failure" if verdict.blocked else "success", outcome.line)
+    ctx.set_status("failure" if verdict.blocked else "success", outcome.line)
     if verdict.blocked:
         ctx.console.error(outcome.line)
         return EXIT_BLOCKED
@@ -312,11 +344,12 @@ def _run_baseline(ctx: _Context) -> int:
                 f"`{ctx.inputs.baseline_artifact}` so pull requests compare against it.\n\n"
                 f"```\n{table}\n```\n\n{noise_line}\n")
     _finish(ctx, verdict="none", markdown=markdown, result=result, pass_to_fail=[])
+    ctx.set_status("success", f"{cfg.report.title}: baseline written ({len(result.cases)} cases)")
     return EXIT_OK
 
 
 def _start(env: Mapping[str, str], console: Console, now: datetime | None,
-           client_factory: Callable[..., Any] | None) -> _Context:
+           get_client: Callable[[], Any], status: StatusReporter | None) -> _Context:
     inputs = parse_inputs(env)
     event = read_event(env)
     mode = resolve_mode(inputs.mode, event)
@@ -325,7 +358,20 @@ def _start(env: Mapping[str, str], console: Console, now: datetime | None,
     if inputs.mode == "auto":
         why += f" on {event.branch})" if event.branch else ")"
     console.log(f"rag-eval-gate: {why}, config {inputs.config}")
-    return _Context(env, inputs, event, mode, console, workspace, now, client_factory)
+    return _Context(env, inputs, event, mode, console, workspace, now, get_client, status)
+
+
+def _lazy_client(env: Mapping[str, str], token: str | None,
+                 client_factory: Callable[..., Any] | None) -> Callable[[], Any]:
+    """One GitHub client for the whole run, built on first use."""
+    made: list[Any] = []
+
+    def get() -> Any:
+        if not made:
+            factory = client_factory or GitHubClient
+            made.append(factory(token, api_url=env.get("GITHUB_API_URL") or "https://api.github.com"))
+        return made[0]
+    return get
 
 
 def main(env: Mapping[str, str], *, stdout: TextIO | None = None, stderr: TextIO | None = None,
@@ -334,27 +380,42 @@ def main(env: Mapping[str, str], *, stdout: TextIO | None = None, stderr: TextIO
 
     ``client_factory(token, api_url=…)`` builds the GitHub client (default
     `rageval.github.client.GitHubClient`); ``now`` is the clock for artifact expiry (default: now).
+    Everything is printed on ``stdout`` (``stderr`` is accepted for compatibility and unused):
+    the runner reads the two streams independently, and untrusted text must stay inside one
+    stop-commands block (see `rageval.github.workflow`).
     """
+    del stderr
     env = dict(env)          # a snapshot for this run; the evaluated app gets app_env(env), never os.environ
-    out, err = stdout or sys.stdout, stderr or sys.stderr
+    console = Console(stdout or sys.stdout, [])
     token = get_input(env, "github-token") or None
-    console = Console(out, [token] if token else [])
     if token:
-        console.mask(token)
+        console.add_secret(token)
+    client = _lazy_client(env, token, client_factory)
+    status = status_reporter(env, console, client)
+    if status is not None:
+        status.set("pending", "rag-eval-gate: evaluation running…")
     started = time.monotonic()
     try:
-        ctx = _start(env, console, now, client_factory)
+        ctx = _start(env, console, now, client, status)
         code = _run_baseline(ctx) if ctx.mode == "baseline" else _run_gate(ctx)
         console.log(f"done in {time.monotonic() - started:.1f} s, exit code {code}")
         return code
     except RagevalError as exc:
         console.error(exc.message + (f"\nTIP {exc.tip}" if exc.tip else ""))
+        _status_error(status, exc.exit_code, exc.message)
         return exc.exit_code
     except KeyboardInterrupt:
         console.error("interrupted")
+        _status_error(status, 130, "interrupted")
         return 130
     except Exception:  # noqa: BLE001 - a bug: show it (redacted), never as "blocked" (1)
-        err.write(console.redact(traceback.format_exc()))
-        err.flush()
+        console.log(traceback.format_exc())
         console.error("Internal error in rageval (a bug); the traceback is in the log above. Please report it.")
+        _status_error(status, EXIT_INTERNAL, "internal error (a bug); see the job log")
         return EXIT_INTERNAL
+
+
+def _status_error(status: StatusReporter | None, code: int, message: str) -> None:
+    if status is not None:
+        first = message.strip().splitlines()[0] if message.strip() else ""
+        status.set("error", f"rag-eval-gate: exit {code}: {first}")

@@ -3,7 +3,7 @@
 What the action needs from GitHub is built on it: the baseline artifact (``rageval.github.baseline``)
 and the sticky PR comment (``rageval.github.comment``).
 
-Only the nine operations in GitHub's REST description subset are used (see
+Only the ten operations in GitHub's REST description subset are used (see
 ``../shared/github-rest-subset/``). The caller passes the API URL (``GITHUB_API_URL`` on GitHub
 Enterprise) and the token; this module reads no environment variables and never prints. Every
 failure raises `rageval.errors.GithubError` (with ``.status``, ``.method`` and ``.path``) or
@@ -248,6 +248,11 @@ class GitHubClient:
             payload["target_url"] = target_url
         path = f"/repos/{owner}/{repo}/statuses/{sha}"
         return self._json(self._request("POST", path, json=payload), "POST", path)
+
+    def get_repo(self, owner: str, repo: str) -> dict:
+        """GET /repos/{owner}/{repo} — the repository (its ``default_branch``)."""
+        path = f"/repos/{owner}/{repo}"
+        return self._json(self._request("GET", path), "GET", path)
 
     def get_pull(self, owner: str, repo: str, number: int) -> dict:
         """GET /repos/{owner}/{repo}/pulls/{number}."""

@@ -131,8 +131,9 @@ class Event:
     name: str                     # GITHUB_EVENT_NAME
     ref: str | None               # refs/heads/main, refs/pull/7/merge …
     pr_number: int | None
-    base_ref: str | None          # the PR's base branch
-    head_sha: str | None          # the PR head commit (GITHUB_SHA is the merge commit on PRs)
+    base_ref: str | None          # the PR's base branch, or the merge group's (merge_group.base_ref)
+    head_sha: str | None          # the PR head commit (GITHUB_SHA is the merge commit on PRs), or
+                                  # the merge group's head_sha
     sha: str | None               # GITHUB_SHA
     default_branch: str | None    # repository.default_branch
 
@@ -162,22 +163,36 @@ def read_event(env: Mapping[str, str]) -> Event:
             payload = {}
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             raise ActionInputError(MSG_BAD_EVENT.format(path=path, problem=exc)) from None
+    if not isinstance(payload, dict):
+        raise ActionInputError(MSG_BAD_EVENT.format(path=path, problem="not a JSON object"))
     number = _get(payload, "pull_request", "number")
     if number is None and "pull_request" in payload:
         number = payload.get("number")
     return Event(
         name=env.get("GITHUB_EVENT_NAME", ""),
-        ref=env.get("GITHUB_REF") or (payload.get("ref") if isinstance(payload, dict) else None),
+        ref=env.get("GITHUB_REF") or _text(payload.get("ref")),
         pr_number=number if isinstance(number, int) and not isinstance(number, bool) else None,
-        base_ref=_get(payload, "pull_request", "base", "ref") or env.get("GITHUB_BASE_REF") or None,
-        head_sha=_get(payload, "pull_request", "head", "sha"),
+        base_ref=(_text(_get(payload, "pull_request", "base", "ref")) or _branch(_get(payload, "merge_group", "base_ref"))
+                  or env.get("GITHUB_BASE_REF") or None),
+        head_sha=_text(_get(payload, "pull_request", "head", "sha")) or _text(_get(payload, "merge_group", "head_sha")),
         sha=env.get("GITHUB_SHA") or None,
-        default_branch=_get(payload, "repository", "default_branch"),
+        default_branch=_text(_get(payload, "repository", "default_branch")),
     )
 
 
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _branch(ref: Any) -> str | None:
+    """``refs/heads/main`` → ``main`` (a merge group's ``base_ref`` is a full ref)."""
+    ref = _text(ref)
+    return ref[len("refs/heads/"):] or None if ref and ref.startswith("refs/heads/") else ref
+
+
 def resolve_mode(mode: str, event: Event) -> str:
-    """``auto``: pull_request(_target) → gate; push to the default branch → baseline; else verify."""
+    """``auto``: pull_request(_target) → gate; push to the default branch → baseline; anything
+    else (merge_group, release branches, schedule, workflow_dispatch) → verify."""
     if mode != "auto":
         return mode
     if event.name in PR_EVENTS:

@@ -46,6 +46,19 @@ def _in_repo(path: Path) -> tuple[Path, str] | str:
     return root, path.relative_to(root).as_posix()
 
 
+def file_at(path: Path, rev: str) -> bytes | str:
+    """``path``'s content as committed at ``rev``: the bytes, or why they cannot be had (git
+    missing, not a work tree, a shallow checkout without ``rev``, the file absent there)."""
+    where = _in_repo(path)
+    if isinstance(where, str):
+        return where
+    root, rel = where
+    shown = _git(["show", f"{rev}:{rel}"], root)
+    if shown is None or shown.returncode != 0:
+        return f"{rel} is not available at {rev[:12]} in this checkout"
+    return shown.stdout
+
+
 def _committed(root: Path, rel: str, rev: str) -> GoldenSet | str:
     """The golden set as committed at ``rev``, or why not."""
     shown = _git(["show", f"{rev}:{rel}"], root)

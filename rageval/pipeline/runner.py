@@ -13,7 +13,7 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import cached_property
 from pathlib import Path
@@ -63,6 +63,7 @@ class Evaluation:
     client: Any = None
     judge: CaseJudge = CaseJudge()
     index_seconds: float = 0.0
+    env: Mapping[str, str] = field(default_factory=dict)     # what the model client and the app may see
 
     @cached_property
     def golden_checks(self) -> dict[str, Any]:
@@ -136,12 +137,12 @@ def needs_model(cfg: Config) -> bool:
 
 
 def prepare(cfg: Config, *, env: Mapping[str, str], subset: str | None = None, app_spec: str | None = None,
-            client: Any = None, judge: CaseJudge | None = None) -> Evaluation:
-    """Load the golden set and corpus, check them against each other, build the model client
-    (only when a stage needs one), the judge and the App. ``env`` is the environment the model
-    client and the user's app may see (the caller decides what it holds)."""
+            client: Any = None, judge: CaseJudge | None = None, corpus: Corpus | None = None) -> Evaluation:
+    """Load the golden set and corpus (unless ``corpus`` is given), check them against each other,
+    build the model client (only when a stage needs one), the judge and the App. ``env`` is the
+    environment the model client and the user's app may see (the caller decides what it holds)."""
     golden = load_golden(cfg.golden)
-    corpus = load_corpus(cfg.corpus, cfg.root)
+    corpus = corpus if corpus is not None else load_corpus(cfg.corpus, cfg.root)
     golden.check_sections(corpus.ids())
     chosen = golden.subset(subset)
     if client is None and needs_model(cfg):
@@ -150,7 +151,7 @@ def prepare(cfg: Config, *, env: Mapping[str, str], subset: str | None = None, a
         judge = ModelJudge(client, cfg.judge)
     app = make_app(cfg, corpus, app_spec, client, env)
     return Evaluation(cfg, chosen, subset, corpus, app, client, judge or CaseJudge(),
-                      getattr(app, "index_seconds", 0.0))
+                      getattr(app, "index_seconds", 0.0), dict(env))
 
 
 def make_app(cfg: Config, corpus: Corpus, app_spec: str | None, client: Any, env: Mapping[str, str]) -> Any:

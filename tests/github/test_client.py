@@ -166,10 +166,12 @@ def client(gh: FakeGitHub, sleeper: Sleeper) -> GitHubClient:
 
 
 def make_zip(members: dict[str, bytes]) -> bytes:
+    """A zip of ``members``, the same bytes on every call (a fixed member date, not the clock's)."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         for name, data in members.items():
-            zf.writestr(name, data)
+            zf.writestr(zipfile.ZipInfo(name, date_time=(2026, 9, 1, 0, 0, 0)), data,
+                        compress_type=zipfile.ZIP_DEFLATED)
     return buf.getvalue()
 
 
@@ -578,6 +580,7 @@ def test_every_operation_of_the_subset_round_trips_against_the_description(gh, c
     client.create_commit_status("acme", "shop", "a" * 40, "pending", "rag-eval-gate", "running",
                                 target_url="https://example.com/run")
     client.get_pull("acme", "shop", 5)
+    assert client.get_repo("acme", "shop")["default_branch"] == "main"
     fetch_baseline(client, "acme", "shop", NAME, "main", now=NOW)
     session = requests.Session()
     session.headers["Authorization"] = f"Bearer {TOKEN}"

@@ -272,9 +272,9 @@ def test_http_password_in_the_url_is_sent_but_never_shown(seed_project, run_cli,
     code, stdout, stderr = run_cli("run", "--config", cfg, "--out", out)
     assert code == 0, stderr
     result = json.loads(out.read_text(encoding="utf-8"))
-    assert result["app"]["name"] == f"http:{server.url()}"
-    assert {c["error"] for c in result["cases"]} == {f"POST {server.url()} answered HTTP 503"}
-    assert "pw-SENTINEL" not in stdout + stderr
+    assert result["app"]["name"] == f"http:{server.url('bot:***@')}"
+    assert {c["error"] for c in result["cases"]} == {f"POST {server.url('bot:***@')} answered HTTP 503"}
+    assert "pw-SENTINEL" not in stdout + stderr + out.read_text(encoding="utf-8")
     assert all(b"Authorization: Basic Ym90OnB3LVNFTlRJTkVM" in head for head in server.requests)  # bot:pw-SENTINEL
     # no server at all: the connection error does not show it either
     with socket.socket() as unused:
@@ -282,7 +282,7 @@ def test_http_password_in_the_url_is_sent_but_never_shown(seed_project, run_cli,
         port = unused.getsockname()[1]
         refused = HttpApp(f"http://bot:pw-SENTINEL@127.0.0.1:{port}/x", timeout_s=5, env={})
         trace = refused.answer(CASE)
-    assert trace.error == f"POST http://127.0.0.1:{port}/x failed: ConnectionError"
+    assert trace.error == f"POST http://bot:***@127.0.0.1:{port}/x failed: ConnectionError"
     assert "pw-SENTINEL" not in refused.name
 
 

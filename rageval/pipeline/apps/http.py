@@ -10,7 +10,7 @@ Bounds, so that a broken or hostile service costs one case, never the run:
 - A body over ``max_bytes`` (``MAX_TRACE_BYTES``, 10 MB) is an error for that case; reading stops
   there, so memory stays bounded whatever the service sends.
 - A password in the URL (``http://user:pass@host/``) is sent, but never shown: the app's name
-  and every case error carry the URL without it.
+  and every case error carry the URL as ``http://user:***@host/`` (``rageval.text.hide_password``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import threading
 import time
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import requests
 from requests.adapters import HTTPAdapter
@@ -32,16 +31,9 @@ from rageval.config import ENV_REF
 from rageval.errors import DatasetError
 from rageval.golden.set import Case
 from rageval.pipeline.apps import MAX_TRACE_BYTES, Trace, load_trace_json, request_for, trace_from_dict
+from rageval.text import hide_password
 
 _CHUNK = 64 * 1024
-
-
-def redact_url(url: str) -> str:
-    """``url`` without its user and password (``http://user:pass@host/x`` → ``http://host/x``)."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
 class HttpApp:
@@ -50,7 +42,7 @@ class HttpApp:
     def __init__(self, url: str, timeout_s: float = 60.0, headers: Mapping[str, str] | None = None, *,
                  env: Mapping[str, str], max_bytes: int = MAX_TRACE_BYTES) -> None:
         self.url, self.timeout_s, self.max_bytes = url, timeout_s, max_bytes
-        self.shown_url = redact_url(url)
+        self.shown_url = hide_password(url)
         self.name = f"http:{self.shown_url}"
         self._headers = {k: ENV_REF.sub(lambda m: env.get(m.group(1), ""), v) for k, v in (headers or {}).items()}
 

@@ -1,0 +1,212 @@
+"""The action against the runner's events and GitHub's state: commit statuses from start to exit,
+schedule and merge_group events, a person's marker comment, the evaluated app's environment and
+the notice when no baseline was ever uploaded. A fake GitHub over real HTTP on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from action_fixtures import baseline, baseline_zip, gh, incident_verdict, ws  # noqa: F401 - fixtures
+from action_harness import (
+    ARTIFACT,
+    CFG_800,
+    CFG_LENIENT,
+    HEAD_SHA,
+    MERGE_SHA,
+    TOKEN,
+    make_env,
+    marker_comments,
+    pr_payload,
+    run_action,
+)
+from github_server import FakeGitHub
+from test_client import SPEC, check_contract
+
+from rageval.github import action
+from rageval.github.comment import comment_marker
+
+QUEUE_SHA = "9a9a9a9a9a9a9a9a9a9a9a9a9a9a9a9a9a9a9a9a"
+
+
+@pytest.fixture
+def trunk_gh(baseline_zip):
+    """A repository whose default branch is ``trunk``: its baseline comes from trunk, and a newer
+    artifact on a branch called ``main`` must not be used."""
+    with FakeGitHub(token=TOKEN, default_branch="trunk") as fake:
+        fake.add_artifact(ARTIFACT, zip_bytes=baseline_zip, branch="trunk", created_at="2026-09-01T00:00:00Z")
+        fake.add_artifact(ARTIFACT, zip_bytes=b"not a zip", branch="main", created_at="2026-09-05T00:00:00Z")
+        yield fake
+        if SPEC is not None:
+            check_contract(SPEC, fake.requests)
+
+
+def states(gh: FakeGitHub, sha: str) -> list[str]:
+    return [s["state"] for s in gh.statuses.get(sha, [])]
+
+
+# ---------------------------------------------------------------------- commit status
+
+
+@pytest.mark.parametrize(("inputs", "code"), [
+    ({"mode": "bogus"}, 2),                                  # a bad input: before the config is read
+    ({"config": "examples/banhang/missing.yml"}, 2),         # a config that is not there
+    ({"config": "examples/banhang/golden.yaml"}, 2),         # a file that is not a config
+])
+def test_status_goes_pending_then_error_on_a_bad_input_exit(ws, tmp_path, gh, inputs, code):
+    env = make_env(ws, tmp_path, gh, "pull_request", pr_payload(), "refs/pull/7/merge",
+                   status_context="rag-eval", **inputs)
+    run = run_action(env)
+    assert run.code == code
+    assert states(gh, HEAD_SHA) == ["pending", "error"]
+    error = gh.statuses[HEAD_SHA][-1]
+    assert error["context"] == "rag-eval" and error["description"].startswith(f"rag-eval-gate: exit {code}: ")
+    assert error["target_url"] == "https://github.example/acme/shop/actions/runs/99"
+    assert MERGE_SHA not in gh.statuses
+
+
+def test_status_error_on_an_internal_error(ws, tmp_path, gh, monkeypatch):
+    monkeypatch.setattr(action, "_run_gate", lambda ctx: 1 / 0)
+    run = run_action(make_env(ws, tmp_path, gh, "pull_request", pr_payload(), "refs/pull/7/merge",
+                              status_context="rag-eval"))
+    assert run.code == 3
+    assert states(gh, HEAD_SHA) == ["pending", "error"]
+
+
+def test_no_status_without_a_context(ws, tmp_path, gh):
+    run = run_action(make_env(ws, tmp_path, gh, "pull_request", pr_payload(), "refs/pull/7/merge", mode="bogus"))
+    assert run.code == 2 and gh.statuses == {} and gh.requests == []
+
+
+def test_a_refused_status_is_a_warning_and_the_verdict_stands(ws, tmp_path, gh):
+    gh.fail("repos/create-commit-status", 403, message="Resource not accessible by integration", times=5)
+    run = run_action(make_env(ws, tmp_path, gh, "pull_request", pr_payload(), "refs/pull/7/merge",
+                              config=CFG_LENIENT, results_path="out/s.json", status_context="rag-eval",
+                              comment="false"))
+    assert run.code == 0 and run.outputs["verdict"] == "pass"
+    warnings = run.runner.named("warning")
+    assert len(warnings) == 2 and all("Could not set the commit status 'rag-eval'" in w.data for w in warnings)
+
+
+# ---------------------------------------------------------------------- events
+
+
+def test_schedule_on_a_trunk_repository_uses_the_trunk_baseline(ws, tmp_path, trunk_gh):
+    """A schedule payload has no repository.default_branch: it comes from GET /repos/{owner}/{repo}."""
+    env = make_env(ws, tmp_path, trunk_gh, "schedule", {"schedule": "0 3 * * 1"}, "refs/heads/trunk",
+                   config=CFG_LENIENT, results_path="out/nightly.json")
+    run = run_action(env)
+    assert "mode verify (auto: schedule event on trunk)" in run.out
+    assert run.code == 0 and run.outputs["verdict"] == "pass"
+    assert [r.path for r in trunk_gh.find("repos/get")] == ["/repos/acme/shop"]
+    assert "default branch of acme/shop (from the API): trunk" in run.out
+    (download,) = trunk_gh.find("actions/download-artifact")
+    assert download.path.endswith(f"/{trunk_gh.artifacts[0]['id']}/zip")
+    assert json.loads(run.file("out/nightly.json"))["golden"]["subset"] is None   # verify: every case
+
+
+def test_workflow_dispatch_with_the_default_branch_in_the_payload_needs_no_lookup(ws, tmp_path, trunk_gh):
+    env = make_env(ws, tmp_path, trunk_gh, "workflow_dispatch", {"repository": {"default_branch": "trunk"}},
+                   "refs/heads/feature", config=CFG_LENIENT, results_path="out/dispatch.json")
+    run = run_action(env)
+    assert run.code == 0
+    assert trunk_gh.find("repos/get") == []
+    assert len(trunk_gh.find("actions/download-artifact")) == 1
+
+
+def merge_group_payload(base: str = "main") -> dict:
+    return {"action": "checks_requested",
+            "merge_group": {"head_sha": QUEUE_SHA, "head_ref": f"refs/heads/gh-readonly-queue/{base}/pr-7-{'b' * 40}",
+                            "base_sha": "b" * 40, "base_ref": f"refs/heads/{base}",
+                            "head_commit": {"id": QUEUE_SHA, "tree_id": "c" * 40, "message": "Merge pull request #7",
+                                            "timestamp": "2026-09-01T10:00:00Z",
+                                            "author": {"name": "A", "email": "a@example.com"},
+                                            "committer": {"name": "A", "email": "a@example.com"}}},
+            "repository": {"full_name": "acme/shop", "default_branch": "main"}}
+
+
+def test_merge_group_verifies_against_the_queues_base_and_reports_on_its_head(ws, tmp_path, trunk_gh, incident_verdict):
+    """A merge queue into trunk: the queue's base branch supplies the baseline (not the repository's
+    default branch of the payload), the status goes on merge_group.head_sha, and the incident's
+    config is blocked as on the pull request."""
+    env = make_env(ws, tmp_path, trunk_gh, "merge_group", merge_group_payload("trunk"),
+                   f"refs/heads/gh-readonly-queue/trunk/pr-7-{'b' * 40}", config=CFG_800,
+                   results_path="out/queue.json", status_context="rag-eval")
+    env["GITHUB_SHA"] = QUEUE_SHA
+    run = run_action(env)
+    assert "mode verify (auto: merge_group event on gh-readonly-queue/trunk/" in run.out
+    assert run.code == 1 and run.outputs["verdict"] == "fail"
+    assert set(incident_verdict.pass_to_fail) <= set(run.outputs["pass-to-fail"].split(","))
+    assert "Fetching baseline artifact 'rageval-baseline' from branch 'trunk'" in run.out
+    assert trunk_gh.find("repos/get") == []
+    assert states(trunk_gh, QUEUE_SHA) == ["pending", "failure"]
+    assert trunk_gh.find("issues/list-comments") == [] and trunk_gh.find("issues/create-comment") == []
+
+
+# ---------------------------------------------------------------------- the sticky comment
+
+
+def test_a_persons_marker_comment_is_never_adopted(ws, tmp_path, gh):
+    """Two runs: a reviewer's comment that starts with the marker (older, and then a newer one)
+    stays as written; the bot's own comment is created once and updated by the second run."""
+    marker = comment_marker(CFG_LENIENT)
+    older = gh.add_comment(7, f"{marker}\nI pasted the marker on purpose", login="reviewer")
+    bodies_before = []
+    for n in (1, 2):
+        if n == 2:
+            newer = gh.add_comment(7, f"{marker}\na newer human comment", login="mallory")
+            bodies_before = [older["body"], newer["body"]]
+        env = make_env(ws, tmp_path, gh, "pull_request", pr_payload(), "refs/pull/7/merge",
+                       config=CFG_LENIENT, results_path=f"out/run{n}.json")
+        assert run_action(env).code == 0
+    bots = [c for c in marker_comments(gh, CFG_LENIENT) if c["user"]["type"] == "Bot"]
+    assert len(bots) == 1 and len(gh.find("issues/create-comment")) == 1
+    assert bots[0]["body"] == f"{marker}\n" + (ws / "out/run2.md").read_text(encoding="utf-8")
+    assert [older["body"], newer["body"]] == bodies_before
+    assert older["body"] == f"{marker}\nI pasted the marker on purpose"
+    edited = {r.path.rsplit("/", 1)[-1] for r in gh.find("issues/update-comment")}
+    assert edited == {str(bots[0]["id"])}
+
+
+# ---------------------------------------------------------------------- the evaluated app's environment
+
+
+def test_a_command_app_sees_neither_the_token_nor_the_runners_credentials(ws, tmp_path, gh):
+    traces = tmp_path / "traces.jsonl"
+    traces.write_text("", encoding="utf-8")
+    cfg = ws / "examples" / "banhang" / "rageval-command.yml"
+    cfg.write_text((ws / CFG_LENIENT).read_text(encoding="utf-8").replace(
+        "app:\n  type: builtin", f"app:\n  type: command\n  command: [{json.dumps(sys.executable)}, -m, myapp.eval_adapter]"),
+        encoding="utf-8")
+    assert "myapp.eval_adapter" in cfg.read_text(encoding="utf-8")
+    env = make_env(ws, tmp_path, gh, "pull_request", pr_payload(), "refs/pull/7/merge",
+                   config="examples/banhang/rageval-command.yml", results_path="out/cmd.json", comment="false")
+    hidden = {"GITHUB_TOKEN": TOKEN, "ACTIONS_RUNTIME_TOKEN": "rt-secret", "ACTIONS_RUNTIME_URL": "https://rt.example/",
+              "ACTIONS_ID_TOKEN_REQUEST_TOKEN": "oidc-secret", "ACTIONS_ID_TOKEN_REQUEST_URL": "https://oidc.example/",
+              "ACTIONS_RESULTS_URL": "https://results.example/", "ACTIONS_CACHE_URL": "https://cache.example/"}
+    env.update(hidden)
+    env.update({"MYAPP_TRACES": str(traces), "MYAPP_ENV_DUMP": str(tmp_path / "env.json"),
+                "PYTHONPATH": str(Path(__file__).parent), "OPENAI_API_KEY": "sk-the-app-may-use-this"})
+    run = run_action(env)
+    assert run.code in (0, 1)
+    seen = set(json.loads((tmp_path / "env.json").read_text(encoding="utf-8")))
+    assert not seen & set(hidden)
+    assert not [k for k in seen if k.startswith("INPUT_")]
+    assert {"MYAPP_TRACES", "OPENAI_API_KEY", "GITHUB_REPOSITORY", "GITHUB_WORKSPACE"} <= seen
+
+
+# ---------------------------------------------------------------------- no baseline yet
+
+
+def test_the_no_baseline_notice_names_the_missing_job_and_links_the_docs(ws, tmp_path):
+    with FakeGitHub(token=TOKEN) as empty:
+        env = make_env(ws, tmp_path, empty, "pull_request", pr_payload(), "refs/pull/7/merge",
+                       config=CFG_LENIENT, results_path="out/nobase.json", comment="false")
+        env.update({"GITHUB_ACTION_REPOSITORY": "org/rag-eval-gate", "GITHUB_ACTION_REF": "v1"})
+        run = run_action(env)
+    (notice,) = [n.data for n in run.runner.named("notice") if "No baseline artifact" in n.data]
+    assert "`mode: baseline`" in notice and "`actions/upload-artifact` with `name: rageval-baseline`" in notice
+    assert "on a push to main" in notice
+    assert "https://github.example/org/rag-eval-gate/blob/v1/docs/action.md" in notice
