@@ -9,12 +9,19 @@ titles — goes through one of two filters written here:
   every ``>``, and ``&`` that could start an entity become entities — so no raw HTML, and an
   answer cannot close our ``<details>``; a lone ``<`` as in ``0.63 < 0.85`` stays readable. ``|``,
   backticks, backslashes and brackets become entities (no broken tables, no code spans or links
-  swallowing our markup), a mention-like ``@name`` (``@`` not preceded by a word character, as
-  GitHub requires for a mention) gets a zero-width joiner after the ``@`` (no pings), and
-  newlines become ``<br>``.
+  swallowing our markup). A zero-width joiner breaks what GitHub would turn into a notification
+  or a cross-reference: a mention (``@name`` after anything but an ASCII letter, digit or ``_`` —
+  GitHub counts ``é@octocat`` as one), an issue reference (``#1``, ``acme/other#2``, ``GH-1``)
+  and a bare URL (``https://github.com/acme/other/issues/2`` links that issue too). Newlines
+  become ``<br>``.
 * ``fence`` (:func:`fence`) for answers shown verbatim: a fenced code block whose fence is longer
   than any backtick run in the text, so the text cannot close it; inside it nothing is rendered
   (no HTML, no mentions).
+
+Both first neutralise control characters and bidi controls with :func:`printable` (as the
+terminal output does), and cut the text to a bounded length, ending "… (N more characters)":
+one 200 KB answer must not push every other case out of the comment. The title is cut too, so
+the first line — the verdict — always survives.
 
 Cases tagged ``holdout`` never show their question or answer (nor their id): only counts.
 
@@ -45,8 +52,12 @@ GITHUB_COMMENT_LIMIT = 65_536
 #: default budget: the limit minus room for the hidden marker and anything the caller appends
 DEFAULT_MAX_CHARS = 60_000
 SUMMARY_LINE_MAX = 140              # GitHub commit status descriptions are cut at 140 characters
-ANSWER_MAX_CHARS = 1_500
-QUESTION_MAX_CHARS = 300
+ANSWER_MAX_CHARS = 1_500           # Before / After answers, each
+FIELD_MAX_CHARS = 1_500            # the Question and Expected lines of a pass→fail case
+QUESTION_MAX_CHARS = 300           # a question in a case's summary line or a table cell
+INLINE_MAX_CHARS = 1_000           # any other untrusted text: ids, reasons, check messages
+TITLE_MAX_CHARS = 200              # report.title, before the verdict on the first line
+SUMMARY_TITLE_MAX = 60             # report.title in the one-line summary (≤ 140 characters in all)
 COVERAGE_MAX_ITEMS = 60             # sections / slices listed by name in the coverage details
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -58,7 +69,16 @@ _LIMITS: tuple[tuple[int | None, int, int], ...] = (
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "&#124;", "`": "&#96;", "\\": "&#92;",
              "[": "&#91;", "]": "&#93;"}
 _ENTITY_RE = re.compile(r"&(?=[#A-Za-z0-9])|<(?=[A-Za-z/!?])|[>|`\\\[\]]")
-_MENTION_RE = re.compile(r"(?<!\w)@(?=[\w-])")
+#: "@" that GitHub may read as a mention: after anything but an ASCII letter, digit or "_"
+_MENTION_RE = re.compile(r"(?<![A-Za-z0-9_])@(?=[\w-])")
+#: where a zero-width joiner goes to break an issue reference (#1, acme/other#2, GH-1) or a bare URL
+_REFERENCE_RE = re.compile(r"#(?=\d)|(?<![A-Za-z0-9_])GH-(?=\d)|:(?=//)|(?<![A-Za-z0-9_.])www(?=\.)", re.I)
+#: what printable() makes visible: C0 controls but tab (and newline, when kept), DEL, C1 controls,
+#: the Arabic letter mark, LRM/RLM, line and paragraph separators, bidi embeddings, overrides and isolates
+_UNPRINTABLE = r"\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+_UNPRINTABLE_RE = re.compile(rf"[\n{_UNPRINTABLE}]")
+_UNPRINTABLE_BUT_NEWLINE_RE = re.compile(rf"[{_UNPRINTABLE}]")
+_ESCAPES = {"\n": "\\n", "\r": "\\r"}
 _STATUS = {"pass": "✅", "fail": "❌", "warn": "⚠️ not significant", "n/a": "n/a",
            "insufficient_data": "⚠️ insufficient data"}
 
@@ -69,25 +89,51 @@ def _lines(text: Any) -> str:
     return str(text).replace("\r\n", "\n").replace("\r", "\n")
 
 
-def escape_md(text: Any, limit: int | None = None) -> str:
-    """Model/user text made safe inline in markdown, a table cell or an HTML tag (see module doc).
-    ``limit`` cuts the text (before escaping) to that many characters with "…"."""
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    if char in _ESCAPES:
+        return _ESCAPES[char]
+    return f"\\x{ord(char):02x}" if ord(char) < 0xA0 else f"U+{ord(char):04X}"
+
+
+def printable(text: Any, *, newlines: bool = False) -> str:
+    """``text`` safe to show in a terminal, a job log or the PR comment: control characters (C0
+    but tab, DEL, C1) become ``\\x1b``-style escapes, bidi controls (U+202A–U+202E, U+2066–U+2069,
+    U+200E/F, U+061C) and line/paragraph separators become ``U+202E``-style text — visible, never
+    dropped — so untrusted text (golden files, answers, app errors) cannot move the cursor,
+    recolour the terminal, or hide and reorder what follows it. A newline becomes ``\\n`` too,
+    unless ``newlines`` keeps line breaks. Backslashes already in the text are left as they are."""
+    pattern = _UNPRINTABLE_BUT_NEWLINE_RE if newlines else _UNPRINTABLE_RE
+    return pattern.sub(_escape, str(text))
+
+
+def cut(text: str, limit: int | None) -> str:
+    """``text`` cut to ``limit`` characters, ending "… (N more characters)"; ``None``: no limit."""
+    if limit is None or len(text) <= limit:
+        return text
+    return f"{text[:limit].rstrip()}… ({len(text) - limit:,} more characters)"
+
+
+def _break_links(text: str) -> str:
+    text = _MENTION_RE.sub("@\u200d", text)
+    return _REFERENCE_RE.sub(lambda m: m.group() + "\u200d", text)
+
+
+def escape_md(text: Any, limit: int | None = INLINE_MAX_CHARS) -> str:
+    """Model/user text made safe inline in markdown, a table cell or an HTML tag (see module doc),
+    cut to ``limit`` characters (before escaping) with "… (N more characters)"."""
     if text is None:
         return ""
-    s = _lines(text)
-    if limit is not None and len(s) > limit:
-        s = s[:limit].rstrip() + "…"
+    s = _break_links(printable(cut(_lines(text), limit), newlines=True))
     s = _ENTITY_RE.sub(lambda m: _ENTITIES[m.group()], s)
-    s = _MENTION_RE.sub("@\u200d", s)
     return s.replace("\n", "<br>")
 
 
 def fence(text: Any, limit: int | None = ANSWER_MAX_CHARS) -> str:
-    """A fenced code block showing ``text`` verbatim; its fence is longer than any backtick run
-    in the text (at least three), so the text cannot end the block."""
-    s = _lines(text).strip("\n")
-    if limit is not None and len(s) > limit:
-        s = s[:limit].rstrip() + "\n… (cut: " + f"{len(_lines(text)):,}" + " characters in all)"
+    """A fenced code block showing ``text`` verbatim (control and bidi characters made visible),
+    cut to ``limit`` characters; its fence is longer than any backtick run in the text (at least
+    three), so the text cannot end the block."""
+    s = printable(cut(_lines(text).strip("\n"), limit), newlines=True)
     longest = max((len(run) for run in re.findall(r"`+", s)), default=0)
     bar = "`" * max(3, longest + 1)
     return f"{bar}text\n{s}\n{bar}"
@@ -334,6 +380,7 @@ def _context(verdict: Verdict, baseline: RunResult | None, candidate: RunResult,
         "rerun_cost": rerun, "cost_rows": _cost_rows(candidate.cost, rerun), **_judging(candidate),
         "budget_stopped": sum(1 for c in candidate.cases if "budget exceeded" in (c.error or "")),
         "answer_max": ANSWER_MAX_CHARS, "question_max": QUESTION_MAX_CHARS,
+        "field_max": FIELD_MAX_CHARS, "title_max": TITLE_MAX_CHARS,
         **_attribution(verdict),
         **_case_sections(verdict, cases, max_cases, max_rows),
         **_golden_changes(verdict, baseline, candidate, max_rows),
@@ -362,14 +409,17 @@ def render_markdown(verdict: Verdict, baseline: RunResult | None, candidate: Run
 
 
 def render_summary_line(verdict: Verdict, *, title: str = "RAG eval gate") -> str:
-    """One line (≤ 140 characters) for a commit status description or a log line, e.g.
-    ``RAG eval gate: blocked — mrr@5 0.63 < 0.85 (floor); +2 more reasons``."""
+    """One line (≤ 140 characters, printable) for a commit status description or a log line, e.g.
+    ``RAG eval gate: blocked — mrr@5 0.63 < 0.85 (floor); +2 more reasons``. The title is cut to
+    60 characters first, so the verdict is always in it."""
     _, outcome = _outcome(verdict)
+    if len(title) > SUMMARY_TITLE_MAX:       # a long title must not push the verdict out
+        title = title[: SUMMARY_TITLE_MAX - 1].rstrip() + "…"
     line = f"{title}: {outcome} — {_headline(verdict)}"
     others = len(verdict.blocking_reasons) - 1
     if others > 0:
         line += f"; +{others} more reason{'s' if others != 1 else ''}"
-    line = " ".join(line.split())
+    line = printable(" ".join(line.split()))
     if len(line) > SUMMARY_LINE_MAX:
         line = line[: SUMMARY_LINE_MAX - 1].rstrip() + "…"
     return line
@@ -389,11 +439,11 @@ def _table_value(value: float | None, name: str) -> str:
 
 def render_run_table(result: RunResult) -> str:
     """The table `rageval run` prints: retrieval metrics, then generation rates, then counts and
-    the failing cases."""
+    the failing cases (every untrusted text through :func:`printable`, each error cut)."""
     summary, golden = result.summary, result.golden
     metrics = summary.metrics
-    lines = [f"golden set {golden.name} v{golden.version} ({summary.n_cases} cases"
-             f"{', subset ' + golden.subset if golden.subset else ''}) · app {result.app.get('name', '?')}"]
+    lines = [printable(f"golden set {golden.name} v{golden.version} ({summary.n_cases} cases"
+                       f"{', subset ' + golden.subset if golden.subset else ''}) · app {result.app.get('name', '?')}")]
     for names in (list(result.metric_names), [n for n in RUN_TABLE_RATES if metrics.get(n) is not None]):
         for start in range(0, len(names), 8):
             row = names[start:start + 8]
@@ -402,15 +452,16 @@ def render_run_table(result: RunResult) -> str:
     lines.append(f"passed {summary.n_passed} · failed {summary.n_failed} · errors {summary.n_errors}")
     failing = [c for c in result.cases if c.passed is False or c.error]
     for case in failing[:20]:
-        why = case.error or "; ".join(case.failures)
-        lines.append(f"  {'ERROR' if case.error else 'FAIL '} {case.id}: {why}")
+        why = cut(case.error or "; ".join(case.failures), INLINE_MAX_CHARS)
+        lines.append(printable(f"  {'ERROR' if case.error else 'FAIL '} {case.id}: {why}"))
     if len(failing) > 20:
         lines.append(f"  …and {len(failing) - 20} more")
     leaks = (result.golden_checks or {}).get("leaks") or []
     if leaks:
         where = sorted({x["where"] for x in leaks})
-        lines.append(f"warning: {len(leaks)} golden question{'s' if len(leaks) != 1 else ''} found in "
-                     f"{', '.join(where[:3])}{' …' if len(where) > 3 else ''} (leak check; details: rageval validate)")
+        lines.append(printable(f"warning: {len(leaks)} golden question{'s' if len(leaks) != 1 else ''} found in "
+                               f"{', '.join(where[:3])}{' …' if len(where) > 3 else ''} (leak check; details: "
+                               "rageval validate)"))
     return "\n".join(lines)
 
 
@@ -421,13 +472,13 @@ def render_noise(result: RunResult) -> str:
         return (f"noise: 0 (deterministic pipeline: retrieval and generation make no model call, "
                 f"so {result.repeats} repeats would be identical; ran once)")
     shown = ", ".join(f"{k} σ={v:.3f}" for k, v in (noise.sigma if noise else {}).items() if v)
-    return (f"noise over {noise.runs_executed if noise else 1} runs: {shown or 'none measured'}; "
-            f"flaky cases: {', '.join(result.flaky) or 'none'}")
+    return printable(f"noise over {noise.runs_executed if noise else 1} runs: {shown or 'none measured'}; "
+                     f"flaky cases: {', '.join(result.flaky) or 'none'}")
 
 
 def render_terminal(verdict: Verdict, *, title: str = "RAG eval gate") -> str:
     """What `rageval gate` prints: the summary line, every reason, and under each blocking metric
-    the knobs the drop was attributed to."""
+    the knobs the drop was attributed to; each line through :func:`printable`."""
     found = ablation.from_dict(verdict.attribution) if verdict.attribution else None
     lines = [render_summary_line(verdict, title=title)]
     shown: set[str] = set()
@@ -440,4 +491,4 @@ def render_terminal(verdict: Verdict, *, title: str = "RAG eval gate") -> str:
             lines += [f"        ↳ {line}" for line in part.lines()]
     if found is not None:
         lines.append(f"  {ablation.footer(found)}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(printable(line) for line in lines) + "\n"
