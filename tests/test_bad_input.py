@@ -196,8 +196,8 @@ TABLE = [
     Bad("baseline-nan-pass-rate", GATE, {"base.json": edit('"pass_rate": 1.0', '"pass_rate": NaN')}, ("base.json", "NaN")),
     Bad("baseline-string-pass-rate", GATE, {"base.json": set_key("summary", "metrics", "pass_rate", "1.0")},
         ("base.json", "pass_rate")),
-    Bad("baseline-null-pass-rate", GATE, {"base.json": set_key("summary", "metrics", "pass_rate", None)},
-        ("base.json", "pass_rate")),
+    # a null (n/a) summary value is not bad input: the gate recomputes every summary from the cases
+    # (tests/gate/test_fail_closed.py: the drop then blocks)
     Bad("baseline-infinite-sigma", GATE, {"base.json": edit('"noise": null', '"noise": {"sigma": {"mrr@5": Infinity}}')},
         ("base.json", "Infinity")),
     Bad("baseline-corpus-section-not-an-object", GATE, {"base.json": set_key("corpus", "sections", {"DT-1": "x"})},
