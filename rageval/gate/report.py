@@ -1,27 +1,8 @@
 """Render a Verdict as the markdown PR comment / step summary, and as a one-line summary.
 
 The templates live in ``rageval/gate/templates/`` (jinja2, autoescape off: the output is markdown, not
-HTML). Every piece of model or user text — questions, answers, check reasons, ids, config values,
-titles — goes through one of two filters written here:
-
-* ``md`` (:func:`escape_md`) for text inline in a paragraph, a table cell or an HTML tag:
-  ``<`` that could open a tag, comment or autolink (``<`` before a letter, ``/``, ``!`` or ``?``),
-  every ``>``, and ``&`` that could start an entity become entities — so no raw HTML, and an
-  answer cannot close our ``<details>``; a lone ``<`` as in ``0.63 < 0.85`` stays readable. ``|``,
-  backticks, backslashes and brackets become entities (no broken tables, no code spans or links
-  swallowing our markup). A zero-width joiner breaks what GitHub would turn into a notification
-  or a cross-reference: a mention (``@name`` after anything but an ASCII letter, digit or ``_`` —
-  GitHub counts ``é@octocat`` as one), an issue reference (``#1``, ``acme/other#2``, ``GH-1``)
-  and a bare URL (``https://github.com/acme/other/issues/2`` links that issue too). Newlines
-  become ``<br>``.
-* ``fence`` (:func:`fence`) for answers shown verbatim: a fenced code block whose fence is longer
-  than any backtick run in the text, so the text cannot close it; inside it nothing is rendered
-  (no HTML, no mentions).
-
-Both first neutralise control characters and bidi controls with :func:`printable` (as the
-terminal output does), and cut the text to a bounded length, ending "… (N more characters)":
-one 200 KB answer must not push every other case out of the comment. The title is cut too, so
-the first line — the verdict — always survives.
+HTML). Every piece of model or user text goes through ``md`` (inline) or ``fence`` (verbatim), which
+``rageval.gate.markdown`` defines: escaped, neutralised, cut to a bounded length.
 
 Cases tagged ``holdout`` never show their question or answer (nor their id): only counts.
 
@@ -33,7 +14,6 @@ to fewer entries, each ending with "…and N more". The header and the tables al
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -43,21 +23,28 @@ import jinja2
 from rageval.config import ReportConfig
 from rageval.gate import ablation
 from rageval.gate.format import fmt, fmt_delta
+from rageval.gate.markdown import (  # noqa: F401 - escape_md, fence, printable: public here too
+    ANSWER_MAX_CHARS,
+    FIELD_MAX_CHARS,
+    INLINE_MAX_CHARS,
+    QUESTION_MAX_CHARS,
+    SUMMARY_TITLE_MAX,
+    TITLE_MAX_CHARS,
+    cut,
+    escape_md,
+    fence,
+    printable,
+)
 from rageval.gate.verdict import STATE_RULES, Reason, Verdict
 from rageval.golden.set import is_holdout
 from rageval.metrics.faithfulness import claim_readings
 from rageval.results import CaseResult, Cost, RunResult
+from rageval.settings import default_values
 
 GITHUB_COMMENT_LIMIT = 65_536
 #: default budget: the limit minus room for the hidden marker and anything the caller appends
 DEFAULT_MAX_CHARS = 60_000
 SUMMARY_LINE_MAX = 140              # GitHub commit status descriptions are cut at 140 characters
-ANSWER_MAX_CHARS = 1_500           # Before / After answers, each
-FIELD_MAX_CHARS = 1_500            # the Question and Expected lines of a pass→fail case
-QUESTION_MAX_CHARS = 300           # a question in a case's summary line or a table cell
-INLINE_MAX_CHARS = 1_000           # any other untrusted text: ids, reasons, check messages
-TITLE_MAX_CHARS = 200              # report.title, before the verdict on the first line
-SUMMARY_TITLE_MAX = 60             # report.title in the one-line summary (≤ 140 characters in all)
 COVERAGE_MAX_ITEMS = 60             # sections / slices listed by name in the coverage details
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -66,77 +53,8 @@ TEMPLATES = Path(__file__).parent / "templates"
 _LIMITS: tuple[tuple[int | None, int, int], ...] = (
     (None, 100, 100), (10, 25, 25), (3, 10, 10), (0, 0, 5), (0, 0, 0))
 
-_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "&#124;", "`": "&#96;", "\\": "&#92;",
-             "[": "&#91;", "]": "&#93;"}
-_ENTITY_RE = re.compile(r"&(?=[#A-Za-z0-9])|<(?=[A-Za-z/!?])|[>|`\\\[\]]")
-#: "@" that GitHub may read as a mention: after anything but an ASCII letter, digit or "_"
-_MENTION_RE = re.compile(r"(?<![A-Za-z0-9_])@(?=[\w-])")
-#: where a zero-width joiner goes to break an issue reference (#1, acme/other#2, GH-1) or a bare URL
-_REFERENCE_RE = re.compile(r"#(?=\d)|(?<![A-Za-z0-9_])GH-(?=\d)|:(?=//)|(?<![A-Za-z0-9_.])www(?=\.)", re.I)
-#: what printable() makes visible: C0 controls but tab (and newline, when kept), DEL, C1 controls,
-#: the Arabic letter mark, LRM/RLM, line and paragraph separators, bidi embeddings, overrides and isolates
-_UNPRINTABLE = r"\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
-_UNPRINTABLE_RE = re.compile(rf"[\n{_UNPRINTABLE}]")
-_UNPRINTABLE_BUT_NEWLINE_RE = re.compile(rf"[{_UNPRINTABLE}]")
-_ESCAPES = {"\n": "\\n", "\r": "\\r"}
 _STATUS = {"pass": "✅", "fail": "❌", "warn": "⚠️ not significant", "n/a": "n/a",
            "insufficient_data": "⚠️ insufficient data"}
-
-
-# --- escaping --------------------------------------------------------------------------------
-
-def _lines(text: Any) -> str:
-    return str(text).replace("\r\n", "\n").replace("\r", "\n")
-
-
-def _escape(match: re.Match[str]) -> str:
-    char = match.group()
-    if char in _ESCAPES:
-        return _ESCAPES[char]
-    return f"\\x{ord(char):02x}" if ord(char) < 0xA0 else f"U+{ord(char):04X}"
-
-
-def printable(text: Any, *, newlines: bool = False) -> str:
-    """``text`` safe to show in a terminal, a job log or the PR comment: control characters (C0
-    but tab, DEL, C1) become ``\\x1b``-style escapes, bidi controls (U+202A–U+202E, U+2066–U+2069,
-    U+200E/F, U+061C) and line/paragraph separators become ``U+202E``-style text — visible, never
-    dropped — so untrusted text (golden files, answers, app errors) cannot move the cursor,
-    recolour the terminal, or hide and reorder what follows it. A newline becomes ``\\n`` too,
-    unless ``newlines`` keeps line breaks. Backslashes already in the text are left as they are."""
-    pattern = _UNPRINTABLE_BUT_NEWLINE_RE if newlines else _UNPRINTABLE_RE
-    return pattern.sub(_escape, str(text))
-
-
-def cut(text: str, limit: int | None) -> str:
-    """``text`` cut to ``limit`` characters, ending "… (N more characters)"; ``None``: no limit."""
-    if limit is None or len(text) <= limit:
-        return text
-    return f"{text[:limit].rstrip()}… ({len(text) - limit:,} more characters)"
-
-
-def _break_links(text: str) -> str:
-    text = _MENTION_RE.sub("@\u200d", text)
-    return _REFERENCE_RE.sub(lambda m: m.group() + "\u200d", text)
-
-
-def escape_md(text: Any, limit: int | None = INLINE_MAX_CHARS) -> str:
-    """Model/user text made safe inline in markdown, a table cell or an HTML tag (see module doc),
-    cut to ``limit`` characters (before escaping) with "… (N more characters)"."""
-    if text is None:
-        return ""
-    s = _break_links(printable(cut(_lines(text), limit), newlines=True))
-    s = _ENTITY_RE.sub(lambda m: _ENTITIES[m.group()], s)
-    return s.replace("\n", "<br>")
-
-
-def fence(text: Any, limit: int | None = ANSWER_MAX_CHARS) -> str:
-    """A fenced code block showing ``text`` verbatim (control and bidi characters made visible),
-    cut to ``limit`` characters; its fence is longer than any backtick run in the text (at least
-    three), so the text cannot end the block."""
-    s = printable(cut(_lines(text).strip("\n"), limit), newlines=True)
-    longest = max((len(run) for run in re.findall(r"`+", s)), default=0)
-    bar = "`" * max(3, longest + 1)
-    return f"{bar}text\n{s}\n{bar}"
 
 
 def _num(value: Any) -> str:
@@ -297,12 +215,39 @@ class _Cases:
         return out, len(shown) - len(out), hidden
 
 
+def _drop_size(drop: Mapping[str, Any]) -> float:
+    """How far a first relevant rank fell; "not retrieved" falls furthest."""
+    return float("inf") if drop["after"] is None else drop["after"] - drop["before"]
+
+
+#: config keys that change no answer and no decision: left out of the comment's config changes
+QUIET_KEYS = ("path", "report.", "attribution.", "llm.cache_dir")
+DEFAULTS = default_values()
+
+
+def _config_changes(verdict: Verdict, baseline: RunResult | None, candidate: RunResult) -> list[Mapping[str, Any]]:
+    """The config diff a reviewer needs: no key that changes no answer, no key an older rageval did
+    not write that is at its default now, no judge setting when neither run had a judge."""
+    judged = any((run.config.get("judge") or {}).get("model") for run in (baseline, candidate) if run is not None)
+    return [d for d in verdict.config_diff if not d["key"].startswith(QUIET_KEYS)
+            and not (d["before"] is None and d["key"] in DEFAULTS and DEFAULTS[d["key"]] == d["after"])
+            and (judged or not d["key"].startswith("judge."))]
+
+
+def _gated(verdict: Verdict) -> list[dict[str, Any]]:
+    """The rows of the comment's first table: every metric with a threshold, overall then per slice."""
+    rows = [{**row, "label": row["metric"]} for row in verdict.metrics if row.get("threshold")]
+    rows += [{**row, "label": f"{row['slice']} · {row['metric']}"} for row in verdict.by_slice
+             if row.get("gated") and row.get("threshold")]
+    return rows
+
+
 def _case_sections(verdict: Verdict, cases: _Cases, max_cases: int, max_rows: int) -> dict[str, Any]:
     p2f, p2f_hidden = _split(verdict.pass_to_fail, cases.base, cases.cand)
     details = [cases.detail(i) for i in p2f[:max_cases]]
     f2p, f2p_more, f2p_hidden = cases.rows(verdict.fail_to_pass, max_rows)
     flaky, flaky_more, flaky_hidden = cases.rows(verdict.flaky, max_rows)
-    ranks = {r["id"]: r for r in verdict.rank_drops}
+    ranks = {r["id"]: r for r in sorted(verdict.rank_drops, key=_drop_size, reverse=True)}
     drop_ids, drop_hidden = _split(list(ranks), cases.cand, cases.base)
     drops = [ranks[i] for i in drop_ids[:max_rows]]
     added, added_hidden = _split(verdict.cases_added, cases.cand, cases.base)
@@ -372,7 +317,8 @@ def _context(verdict: Verdict, baseline: RunResult | None, candidate: RunResult,
                                                                  len([i for i in cases.cand if i in cases.base])),
         "reasons": reasons[:max_reasons], "reasons_more": max(0, len(reasons) - max_reasons),
         "metrics": verdict.metrics, "by_slice": verdict.by_slice, "n_runs": n_runs,
-        "config_diff": verdict.config_diff, "noise": verdict.noise, "reran": verdict.reran,
+        "gated": _gated(verdict), "noise": verdict.noise, "reran": verdict.reran,
+        "config_diff": _config_changes(verdict, baseline, candidate),
         "runs": runs, "stats": verdict.stats,
         "ci_rows": [(m, ci) for m, ci in verdict.stats.get("bootstrap", {}).items()
                     if ci["delta"] != 0 or ci["low"] != ci["high"]],

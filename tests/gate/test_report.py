@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -130,7 +131,7 @@ def test_passed_report_with_flaky_case_matches_golden_file():
     assert calls == [["q05"]] and verdict.flaky == ("q05",) and verdict.verdict == "pass"
     text = render_markdown(verdict, before, fixed, ReportConfig())
     assert text.splitlines()[0] == "### ✅ RAG eval gate: passed — all gates passed"
-    assert "#### Fail → pass (2)" in text and "#### Flaky (1)" in text
+    assert "<details><summary>Fail → pass (2)</summary>" in text and "<details><summary>Flaky (1)" in text
     check_golden("report_passed", text)
 
 
@@ -161,8 +162,9 @@ def test_500_failing_cases_fit_a_github_comment_and_keep_header_and_tables():
     text = render_markdown(verdict, before, after, ReportConfig(max_cases=25))
     assert len(text) < GITHUB_COMMENT_LIMIT
     assert text.startswith("### ❌ RAG eval gate: blocked — mrr@5 0.25 < 0.85 (floor)\n")
-    for table in ("| Metric | Baseline | PR | Δ | Threshold | Status |", "#### By slice", "| type=t6 |",
-                  "#### Config changes", "| chunking.size | 200 | 800 |", "**Cost and time:**"):
+    for table in ("| Gated metric | Threshold | Baseline | PR | Δ | Status |",
+                  "| Metric | Baseline | PR | Δ | Threshold | Status |", "<summary>By slice", "| type=t6 |",
+                  "<summary>Config changes", "| chunking.size | 200 | 800 |", "**Cost and time:**"):
         assert table in text
     assert re.search(r"…and \d+ more", text)
     assert "#### Pass → fail (500)" in text
@@ -212,7 +214,8 @@ def test_model_text_cannot_break_out_of_the_report():
     rest, blocks = outside_fences(text)
     assert NASTY in blocks                                       # the answer verbatim, inside its fence
     assert "<script" not in rest and "@channel" not in rest and "@here" not in rest and "@team" not in rest
-    assert rest.count("<details>") == rest.count("</details>") == 1
+    opened = rest.count("<details>")                            # the case's and the collapsed sections'
+    assert opened == rest.count("</details>") and opened == sum(1 for line in rest.splitlines() if line == "</details>")
     assert "@\u200dchannel" in rest and "&lt;script&gt;" in rest
     summary = next(line for line in rest.splitlines() if line.startswith("<details>"))
     assert "a<br>b" in summary and "&#124;" in summary and "&#96;c&#96;" in summary
@@ -352,3 +355,64 @@ def test_a_huge_title_cannot_cut_off_the_verdict():
     assert line == "T" * 59 + "…: blocked — mrr@5 0.63 < 0.85 (floor); +2 more reasons"
     hostile = render_summary_line(verdict, title="Gate\u202e\x1b[2J")
     assert hostile.startswith("GateU+202E\\x1b[2J: blocked")
+
+
+# --- rendered as GitHub renders it (cmark-gfm) -----------------------------------------------
+
+class _Html(HTMLParser):
+    """Tags in order, and the text of the first screen: everything before the first <details>
+    that is not a pass→fail case (those sit under their own heading)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.first_screen: list[str] = []
+        self.collapsed = False
+        self.in_cases = False
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        self.tags.append(tag)
+        if tag == "details" and not self.in_cases:
+            self.collapsed = True
+
+    def handle_endtag(self, tag: str) -> None:
+        self.tags.append("/" + tag)
+
+    def handle_data(self, data: str) -> None:
+        if data.startswith("Pass → fail"):
+            self.in_cases = True
+        if not self.collapsed and not self.in_cases:
+            self.first_screen.append(data)
+
+
+def rendered(markdown: str) -> _Html:
+    cmarkgfm = pytest.importorskip("cmarkgfm")
+    from cmarkgfm.cmark import Options
+    parser = _Html()
+    parser.feed(cmarkgfm.github_flavored_markdown_to_html(markdown, options=Options.CMARK_OPT_UNSAFE))
+    return parser
+
+
+@pytest.mark.parametrize("scenario", ["report_blocked", "report_passed", "report_not_comparable"])
+def test_the_first_screen_shows_the_verdict_the_gated_table_and_the_reasons(scenario):
+    html = rendered((DATA / scenario / "comment.md").read_text(encoding="utf-8"))
+    first = "".join(html.first_screen)
+    assert first.lstrip().startswith(("❌ RAG eval gate:", "✅ RAG eval gate:", "⚠️ RAG eval gate:"))
+    assert "Gated metric" in first and html.tags.index("table") < html.tags.index("details")
+    assert html.tags.count("details") == html.tags.count("/details") == html.tags.count("summary")
+    if scenario != "report_passed":
+        assert "Why" in first
+    # everything else is collapsed: the full metric table, by slice, config, noise and cost
+    assert "All metrics" not in first and "Cost and time" not in first
+
+
+def test_the_demo_incidents_comment_renders_with_its_attribution_on_the_first_screen(tmp_path, run_cli):
+    demo = Path(__file__).parents[2] / "examples" / "banhang"
+    base = tmp_path / "baseline.json"
+    assert run_cli("baseline", "--config", demo / "rageval.yml", "--subset", "pr", "--repeats", "1",
+                   "--out", base)[0] == 0
+    run_cli("gate", "--config", demo / "rageval-800.yml", "--subset", "pr", "--baseline", base,
+            "--report-md", tmp_path / "report.md")
+    first = "".join(rendered((tmp_path / "report.md").read_text(encoding="utf-8")).first_screen)
+    assert "mrr@5 dropped 0.91 → 0.87" in first and "chunking.size 200→800 causes most of it" in first
+    assert "| chunking.size |" not in first            # the config table is collapsed
