@@ -7,15 +7,15 @@ A 200 whose body is not a usable response raises :class:`MalformedResponse`; the
 from __future__ import annotations
 
 import base64
-import email.utils
 import json
 import math
 import struct
+import time
 from collections.abc import Mapping
-from datetime import datetime, timezone
 from typing import Any
 
 from rageval.errors import MalformedResponse
+from rageval.parse import retry_after as parse_retry_after
 
 
 def is_count(x: object) -> bool:
@@ -130,18 +130,4 @@ def retry_after(headers: Mapping[str, str]) -> float | None:
                 return value
         except ValueError:
             pass
-    ra = headers.get("retry-after")
-    if ra is None:
-        return None
-    try:
-        value = float(ra)
-        return value if math.isfinite(value) and value >= 0 else None
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(ra)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return max((when - datetime.now(timezone.utc)).total_seconds(), 0.0)
+    return parse_retry_after(headers.get("retry-after"), time.time())
