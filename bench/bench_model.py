@@ -1,6 +1,7 @@
-"""Model-stack bench: LLM calls, tokens and wall time per case of rageval's full model stack
-(generation + judge + faithfulness) on the banhang golden set, and — side by side on the same
-cases and the same local server — the faithfulness metrics of Ragas and DeepEval.
+"""Model-stack bench: LLM calls, tokens and wall time per case of rageval's model stack
+(generation + judge, with the claims for faithfulness) on the banhang golden set, and — side by
+side on the same cases, the same local server and in one run — the faithfulness metrics of Ragas
+and DeepEval.
 
 Everything talks to ``tests/openai_server.py`` (an OpenAI-compatible server on 127.0.0.1, an
 ephemeral port) whose responder gives well-formed JSON to every prompt the three tools send. The
@@ -8,24 +9,29 @@ replies are mechanical, not intelligent (a claim is "supported" when its text oc
 source), so the scores are a sanity check only; the calls, tokens and wall times are the point.
 A socket guard refuses, and records, any connection or DNS look-up that is not loopback.
 
-Our stack (needs only the project's own dependencies):
+Our stack is measured in three settings (:data:`MODES`), each with its own response cache:
+rules first then one judge call returning verdict and claims (the default); every case judged
+(``judge.always: true``, what 0.1.0 did); and every case judged with faithfulness in two calls of
+its own (``judge.faithfulness_calls: separate``, the 0.1.0 stack). ``rules_first`` in the results
+counts the judge-stage calls on the cases that fail a rule, before (every case judged) and after
+(rules first); ``gate_rerun`` runs ``rageval gate`` twice and checks that the unchanged second run
+reports its re-run calls exactly as the server counted them.
+
+Our stack alone (needs only the project's own dependencies):
 
     python bench/bench_model.py --only ours                   # all 123 cases, cold then warm cache
     python bench/bench_model.py --only ours --cases 20
 
 Ragas and DeepEval are not project dependencies; install them in a separate venv that sees the
-system packages, then run the same script there (results merge into one file). Ragas 0.4.3
-imports ``langchain_community.chat_models.vertexai``, which langchain-community 0.4 removed, hence
-the pin:
+system packages and run all three there, in one process. Ragas 0.4.3 imports
+``langchain_community.chat_models.vertexai``, which langchain-community 0.4 removed, hence the pin:
 
     python -m venv /tmp/benchvenv --system-site-packages
-    /tmp/benchvenv/bin/pip install ragas "langchain-community<0.4"
-    /tmp/benchvenv/bin/pip install deepeval "langchain-community<0.4"
-    /tmp/benchvenv/bin/python bench/bench_model.py --only ragas
-    /tmp/benchvenv/bin/python bench/bench_model.py --only deepeval
+    /tmp/benchvenv/bin/pip install ragas deepeval "langchain-community<0.4"
+    /tmp/benchvenv/bin/python bench/bench_model.py --only all
 
-(The venv's openai SDK is 1.x, which Ragas and DeepEval need; run ``--only ours`` with the
-project's own interpreter, so our numbers come from the SDK the package ships with.)
+(The venv's openai SDK is 1.x, which Ragas and DeepEval need and which the package accepts,
+``openai>=1.40``; the calls and tokens do not depend on the SDK.)
 
 ``--only all`` (the default) runs whatever is importable in one process and records
 ``"not installed"`` (with the pip command) for the rest. Each run merges its sections into
@@ -57,7 +63,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Self
 
@@ -68,8 +74,12 @@ for _p in (ROOT, ROOT / "tests"):
 
 from openai_server import OpenAIServer
 
-from rageval.metrics.faithfulness import EXTRACT_SYSTEM, VERIFY_SYSTEM
-from rageval.metrics.judge import JUDGE_SYSTEM, NO_SOURCES
+from rageval import flow
+from rageval.config import load_config
+from rageval.metrics.faithfulness import EXTRACT_SYSTEM, VERIFY_SYSTEM, check_faithfulness
+from rageval.metrics.judge import JUDGE_CLAIMS_SYSTEM, JUDGE_SYSTEM, NO_SOURCES
+from rageval.pipeline.llm import LLMClient
+from rageval.pipeline.runner import RULE_CHECKS, prepare
 from rageval.text import sentences
 
 EXAMPLE = ROOT / "examples" / "banhang"
@@ -182,7 +192,7 @@ def classify(body: dict[str, Any]) -> str:
         return "rageval.claims"
     if system == VERIFY_SYSTEM:
         return "rageval.verify"
-    if system == JUDGE_SYSTEM:
+    if system in (JUDGE_SYSTEM, JUDGE_CLAIMS_SYSTEM):
         return "rageval.judge"
     if GENERATION_MARK in text:
         return "rageval.generation"
@@ -216,14 +226,24 @@ def _verify(text: str) -> dict[str, Any]:
 
 
 def _judge(text: str) -> dict[str, Any]:
+    """The verdict, and — when the request asks for them (the judge with claims) — the answer's
+    claims with their support in each source asked about."""
     answer, sources = _tag(text, "answer"), _tag(text, "sources")
+    asked = {key: _tag(text, tag) for key, tag in (("in_context", "context"), ("in_expected", "sources"))
+             if f'"{key}" for <{tag}>' in text}
+    with_claims = "<context>" in text
+    claims = [{"claim": c, **{k: "supported" if supported(c, src) else "unsupported" for k, src in asked.items()}}
+              for c in claims_of(answer)]
     if _norm(answer) == _norm(DECLINE):
         if sources == NO_SOURCES:
-            return {"verdict": "pass", "wrong_claims": [], "missing": []}
-        return {"verdict": "fail", "wrong_claims": [], "missing": ["the answer declines; the sources answer it"]}
-    wrong = [c for c in claims_of(answer) if not supported(c, sources)]
-    return {"verdict": "fail" if wrong else "pass", "wrong_claims": [f"not in the sources: {c}" for c in wrong],
-            "missing": []}
+            out: dict[str, Any] = {"verdict": "pass", "wrong_claims": [], "missing": []}
+        else:
+            out = {"verdict": "fail", "wrong_claims": [], "missing": ["the answer declines; the sources answer it"]}
+    else:
+        wrong = [c for c in claims_of(answer) if not supported(c, sources)]
+        out = {"verdict": "fail" if wrong else "pass", "wrong_claims": [f"not in the sources: {c}" for c in wrong],
+               "missing": []}
+    return {**out, "claims": claims} if with_claims else out
 
 
 def _ragas_input(text: str) -> dict[str, Any]:
@@ -400,49 +420,81 @@ def _mean(values: list[float | None]) -> float | None:
     return round(sum(vals) / len(vals), 4) if vals else None
 
 
+#: our stack as measured: mode -> (judge settings changed from the example's config, what it is)
+MODES: dict[str, tuple[dict[str, Any], str]] = {
+    "rules_first": ({}, "full stack: rules first, then one judge call returning verdict and claims"),
+    "always": ({"always": True}, "full stack, every case judged (`judge.always: true`)"),
+    "separate": ({"always": True, "faithfulness_calls": "separate"},
+                 "full stack as in 0.1.0: every case judged, faithfulness in 2 calls of its own"),
+}
+
+
+def _run_phase(server: OpenAIServer, recorder: Recorder, cfg: Any, env: dict[str, str], *, subset: str | None,
+               cases: int | None, warm: bool) -> tuple[dict[str, Any], dict[str, Any], Any]:
+    """One evaluation of ``cfg`` → (measured numbers, the RunResult as a dict, the evaluation)."""
+    mark, server_before = recorder.mark(), sum(server.calls.values())
+    started = time.perf_counter()
+    ev = prepare(cfg, subset=subset, env=env)
+    ids = [c.id for c in ev.golden.cases][:cases] if cases else None
+    result = ev.run(case_ids=ids).to_dict()
+    wall = time.perf_counter() - started
+    measured = _per_case(recorder.since(mark), result["summary"]["n_cases"], lambda c: STAGE_OF_KIND.get(c.kind, c.kind))
+    ours = {k: v for k, v in measured["calls"].items() if k in ("generation", "judge", "faithfulness")}
+    return {
+        "wall_s": round(wall, 3), "eval_s": result["timings"]["eval_s"], "index_s": result["timings"]["index_s"],
+        "server_requests": sum(server.calls.values()) - server_before, **measured,
+        "runresult_cost": {k: v for k, v in result["cost"].items() if k != "by_case"},
+        "runresult_agrees": result["cost"]["calls"] == ours
+                            or (warm and result["cost"]["calls_total"] == 0 and not measured["calls"]),
+    }, result, ev
+
+
+def _fails_rules(case: dict[str, Any]) -> bool:
+    return any((case["checks"].get(n) or {}).get("status") == "fail" for n in RULE_CHECKS)
+
+
+def rules_first_counts(after: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:
+    """Model calls of the judge stages (judge + faithfulness) on the cases that fail a rule, in a
+    run that judges every case (``before``: ``judge.always: true``) and in one with rules first
+    (``after``), from each RunResult's own per-case cost."""
+    failing = sorted(c["id"] for c in after["cases"] if _fails_rules(c))
+    assert failing == sorted(c["id"] for c in before["cases"] if _fails_rules(c)), "the two runs' answers differ"
+
+    def judged(result: dict[str, Any], ids: list[str]) -> int:
+        by_case = result["cost"].get("by_case") or {}
+        return sum((by_case.get(i) or {}).get(s, {}).get("calls", 0) for i in ids for s in ("judge", "faithfulness"))
+
+    everyone = [c["id"] for c in after["cases"]]
+    return {"cases": len(everyone), "cases_failing_rules": len(failing),
+            "judge_calls_on_failing_cases": {"before": judged(before, failing), "after": judged(after, failing)},
+            "judge_calls_all_cases": {"before": judged(before, everyone), "after": judged(after, everyone)},
+            "calls_total": {"before": before["cost"]["calls_total"], "after": after["cost"]["calls_total"]}}
+
+
 def run_ours(server: OpenAIServer, recorder: Recorder, workdir: Path, *, cases: int | None = None,
              subset: str | None = None) -> dict[str, Any]:
-    """Our full stack on a copy of examples/banhang (its own response cache), cold then warm.
+    """Our stack on a copy of examples/banhang, in each of :data:`MODES` (each with its own
+    response cache), cold then warm.
 
     Returns ``{"section": {...results...}, "inputs": [per-case question/answer/context/expected]}``;
-    ``section["per_case_calls"]`` maps case id -> calls per stage (the LLM client's own count)."""
-    import rageval.pipeline.apps.builtin
-    import rageval.pipeline.judging
-    import rageval.pipeline.llm  # noqa: F401
-    from rageval.config import load_config
-    from rageval.pipeline.runner import prepare
-
+    ``section["per_case_calls"]`` maps case id -> calls per stage (the LLM client's own count) of
+    the rules-first run, ``section["rules_first"]`` the judge calls on cases failing a rule before
+    and after."""
     project = workdir / "banhang"
     shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns(".rageval-cache"))
-    cfg = load_config(project / CONFIG_NAME)
+    base = load_config(project / CONFIG_NAME)
     env = {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": BENCH_KEY}
-    phases: dict[str, Any] = {}
-    cold_result: dict[str, Any] = {}
-    cold_ev: Any = None
-    per_case_calls: dict[str, dict[str, int]] = {}
-    for phase in ("cold", "warm"):
-        mark, server_before = recorder.mark(), sum(server.calls.values())
-        started = time.perf_counter()
-        ev = prepare(cfg, subset=subset, env=env)
-        ids = [c.id for c in ev.golden.cases][:cases] if cases else None
-        result = ev.run(case_ids=ids).to_dict()
-        wall = time.perf_counter() - started
-        n = result["summary"]["n_cases"]
-        calls = recorder.since(mark)
-        measured = _per_case(calls, n, lambda c: STAGE_OF_KIND.get(c.kind, c.kind))
-        phases[phase] = {
-            "wall_s": round(wall, 3), "eval_s": result["timings"]["eval_s"], "index_s": result["timings"]["index_s"],
-            "server_requests": sum(server.calls.values()) - server_before,
-            **measured,
-            "runresult_cost": result["cost"],
-            "runresult_agrees": result["cost"]["calls"] == {k: v for k, v in measured["calls"].items()
-                                                            if k in ("generation", "judge", "faithfulness")}
-                                or (phase == "warm" and result["cost"]["calls_total"] == 0 and not measured["calls"]),
-        }
-        if phase == "cold":
-            cold_result, cold_ev = result, ev
-            per_case_calls = ev.client.usage()["by_case"]
-    n = cold_result["summary"]["n_cases"]
+    modes: dict[str, Any] = {}
+    results: dict[str, dict[str, Any]] = {}
+    for mode, (changes, label) in MODES.items():
+        cfg = replace(base, judge=replace(base.judge, **changes), llm=replace(base.llm, cache_dir=project / f".cache-{mode}"))
+        cold, results[mode], ev = _run_phase(server, recorder, cfg, env, subset=subset, cases=cases, warm=False)
+        warm, _, _ = _run_phase(server, recorder, cfg, env, subset=subset, cases=cases, warm=True)
+        modes[mode] = {"label": label, "judge": {k: getattr(cfg.judge, k) for k in ("always", "faithfulness_calls")},
+                       "cold": cold, "warm": warm}
+        if mode == "rules_first":
+            cold_ev, per_case_calls = ev, ev.client.usage()["by_case"]
+    cold_result = results["rules_first"]
     m = cold_result["summary"]["metrics"]
     inputs = []
     for case in cold_result["cases"]:
@@ -454,15 +506,16 @@ def run_ours(server: OpenAIServer, recorder: Recorder, workdir: Path, *, cases: 
     section = {
         "tool": "rageval", "version": cold_result["tool"]["version"], "config": f"examples/banhang/{CONFIG_NAME}",
         "golden": {k: cold_result["golden"].get(k) for k in ("name", "version", "subset", "n_total")},
-        "cases": n, "models": {"generation": cfg.generation.model, "judge": cfg.judge.model},
-        "concurrency": {"app": cfg.app.concurrency, "llm": cfg.llm.concurrency},
-        "cold": phases["cold"], "warm": phases["warm"],
+        "cases": cold_result["summary"]["n_cases"], "models": {"generation": base.generation.model, "judge": base.judge.model},
+        "concurrency": {"app": base.app.concurrency, "llm": base.llm.concurrency},
+        "cold": modes["rules_first"]["cold"], "warm": modes["rules_first"]["warm"],
+        "modes": {k: v for k, v in modes.items() if k != "rules_first"},
+        "rules_first": rules_first_counts(cold_result, results["always"]),
         "per_case_calls": per_case_calls,
         "scores": {"judge_pass": m.get("judge_pass"), "faithfulness": m.get("faithfulness"),
-                   "groundedness": _mean([(c["checks"].get("faithfulness") or {}).get("groundedness")
-                                          for c in cold_result["cases"]])},
+                   "groundedness": m.get("groundedness")},
     }
-    return {"section": section, "inputs": inputs, "judge_model": cfg.judge.model, "llm_cfg": cfg.llm}
+    return {"section": section, "inputs": inputs, "judge_model": base.judge.model, "llm_cfg": base.llm}
 
 
 def _context_texts(case: dict[str, Any], chunks: dict[str, Any]) -> list[str]:
@@ -486,9 +539,6 @@ def _context_texts(case: dict[str, Any], chunks: dict[str, Any]) -> list[str]:
 def run_ours_faithfulness(server: OpenAIServer, recorder: Recorder, workdir: Path, inputs: list[dict[str, Any]],
                           model: str, llm_cfg: Any) -> dict[str, Any]:
     """rageval's faithfulness check alone over ``inputs``, cold then warm (same cache dir)."""
-    from rageval.metrics.faithfulness import check_faithfulness
-    from rageval.pipeline.llm import LLMClient
-
     env = {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": BENCH_KEY}
     cache = workdir / "faithfulness-cache"
     out: dict[str, Any] = {"tool": "rageval", "metric": "faithfulness (check_faithfulness)", "cases": len(inputs)}
@@ -510,6 +560,31 @@ def run_ours_faithfulness(server: OpenAIServer, recorder: Recorder, workdir: Pat
                              "faithfulness": _mean([c.details.get("faithfulness") for c in checks]),
                              "errors": sum(1 for c in checks if c.status == "error")}
     return out
+
+
+def run_gate_rerun(server: OpenAIServer, workdir: Path, *, subset: str) -> dict[str, Any]:
+    """``rageval gate`` on the example twice, no baseline: the second, unchanged run answers from the
+    cache and re-runs the failing cases with the cache bypassed. Its report must count those re-run
+    calls exactly as the server did."""
+    project = workdir / "banhang-gate"
+    shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns(".rageval-cache"))
+    cfg = load_config(project / CONFIG_NAME)
+    env = {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": BENCH_KEY}
+    runs = []
+    for _ in range(2):
+        before = server.calls["chat"]
+        outcome = flow.gate(cfg, None, evaluation=prepare(cfg, subset=subset, env=env))
+        cost = outcome.candidate.cost
+        runs.append({"server_calls": server.calls["chat"] - before, "first_run_calls": cost.calls_total,
+                     "rerun_calls": cost.rerun.calls_total if cost.rerun else 0,
+                     "verdict_rerun_calls": (outcome.verdict.reran.get("cost") or {}).get("calls_total", 0),
+                     "cases_rechecked": len(outcome.verdict.reran.get("targeted") or ()),
+                     "report_line": next((line for line in outcome.markdown.splitlines()
+                                          if line.startswith("**Re-run cost**")), None)})
+    warm = runs[1]
+    return {"subset": subset, "cold": runs[0], "unchanged": warm,
+            "agrees": warm["first_run_calls"] == 0 and warm["rerun_calls"] == warm["verdict_rerun_calls"]
+                      == warm["server_calls"] > 0}
 
 
 # --- Ragas and DeepEval -------------------------------------------------------------------------
@@ -620,22 +695,31 @@ def _fmt(x: Any) -> str:
     return str(x)
 
 
+def _row(tool: str, metric: str, run: dict[str, Any]) -> str:
+    cold, warm = run["cold"], run["warm"]
+    return (f"| {tool} | {metric} | {_fmt(cold['calls_per_case']['total'])} | "
+            f"{cold['prompt_tokens_per_case']['total']:,.0f} | {cold['wall_s']:.1f} | {warm['calls_total']} |")
+
+
+def _split(run: dict[str, Any]) -> str:
+    per = run["cold"]["calls_per_case"]
+    return " + ".join(f"{s} {_fmt(per[s])}" for s in ("generation", "judge", "faithfulness") if per.get(s))
+
+
 def table(results: dict[str, Any]) -> str:
     """The markdown table for the README."""
-    rows = ["| tool | metric | calls/case | prompt tokens/case | wall s | warm re-run calls |",
-            "| --- | --- | --- | --- | --- | --- |"]
+    rows = ["| tool | metric | calls/case | prompt tokens/case | wall s | calls on an unchanged re-run |",
+            "|---|---|---:|---:|---:|---:|"]
     ours = results.get("ours")
     if ours:
-        c, w = ours["cold"], ours["warm"]
-        per = c["calls_per_case"]
-        split = " + ".join(f"{per.get(s, 0):g} {s}" for s in ("generation", "judge", "faithfulness"))
-        rows.append(f"| rageval {ours['version']} | full stack ({split}) | {_fmt(per['total'])} | "
-                    f"{_fmt(c['prompt_tokens_per_case']['total'])} | {c['wall_s']:.2f} | {w['calls_total']} |")
+        name = f"rageval {ours['version']}"
+        rows.append(_row(name, f"{MODES['rules_first'][1]} ({_split(ours)})", ours))
+        for mode, run in (ours.get("modes") or {}).items():
+            rows.append(_row(name, f"{run['label']} ({_split(run)})", run))
         f = ours.get("faithfulness_only")
         if f:
-            rows.append(f"| rageval {ours['version']} | faithfulness only (claims + verify vs context and expected) | "
-                        f"{_fmt(f['cold']['calls_per_case']['total'])} | {_fmt(f['cold']['prompt_tokens_per_case']['total'])} | "
-                        f"{f['cold']['wall_s']:.2f} | {f['warm']['calls_total']} |")
+            rows.append(_row(name, "faithfulness only, separate path (claims, then one check against context *and* "
+                                   "expected sections)", f))
     for tool in ("ragas", "deepeval"):
         r = results.get(tool)
         if not r:
@@ -643,9 +727,7 @@ def table(results: dict[str, Any]) -> str:
         if r.get("status") not in ("ok", "errors"):
             rows.append(f"| {tool} | {r.get('metric', 'faithfulness')} | {r['status']}: {r.get('error', '')[:80]} | | | |")
             continue
-        rows.append(f"| {tool} {r['version']} | {r['metric']} | {_fmt(r['cold']['calls_per_case']['total'])} | "
-                    f"{_fmt(r['cold']['prompt_tokens_per_case']['total'])} | {r['cold']['wall_s']:.2f} | "
-                    f"{r['warm']['calls_total']} |")
+        rows.append(_row(f"{'Ragas' if tool == 'ragas' else 'DeepEval'} {r['version']}", f"`{r['metric']}`", r))
     return "\n".join(rows)
 
 
@@ -678,6 +760,7 @@ def bench(only: str, cases: int | None, subset: str | None, latency_ms: float) -
             section = ours["section"]
             section["faithfulness_only"] = run_ours_faithfulness(server, recorder, Path(tmp), ours["inputs"],
                                                                  ours["judge_model"], ours["llm_cfg"])
+            section["gate_rerun"] = run_gate_rerun(server, Path(tmp), subset=subset or "pr")
             out["ours"] = section
         for tool in tools:
             if tool == "ours":

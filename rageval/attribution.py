@@ -22,7 +22,7 @@ import math
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +36,13 @@ from rageval.golden.corpus import Corpus, load_corpus
 from rageval.golden.history import file_at
 from rageval.metrics.aggregate import case_value
 from rageval.results import RunResult
+from rageval.settings import default_values
 
 ANSWER_SECTIONS = ("chunking", "embedding", "retrieval", "generation")
 #: keys of those sections that change what is measured or how it is sent, not the answers
 NOT_KNOBS = ("retrieval.k", "retrieval.token_budgets", "embedding.batch_size")
-MIN_INTERACTION = 0.005          # below this, effects are "adding up" even when no noise was measured
+MIN_INTERACTION = 0.005
+DEFAULTS = default_values()     # a key an older rageval did not write, now at its default, is no change          # below this, effects are "adding up" even when no noise was measured
 
 Runner = Callable[[Config, Corpus | None], RunResult]
 
@@ -73,7 +75,8 @@ def _shown(value: Any) -> str:
 def config_knobs(before: Mapping[str, Any], after: Mapping[str, Any], max_knobs: int) -> list[Knob]:
     """The answer-changing config keys that differ; grouped by section past ``max_knobs``."""
     changes = [d for d in config_diff(before, after)
-               if d["key"].split(".")[0] in ANSWER_SECTIONS and d["key"] not in NOT_KNOBS]
+               if d["key"].split(".")[0] in ANSWER_SECTIONS and d["key"] not in NOT_KNOBS
+               and not (d["before"] is None and DEFAULTS.get(d["key"], MISSING) == d["after"])]
     if len(changes) <= max_knobs:
         return [Knob(d["key"], (d["key"],), d["before"], d["after"]) for d in changes]
     sections: dict[str, list[dict[str, Any]]] = {}

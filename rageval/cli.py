@@ -26,6 +26,7 @@ from rageval.errors import (
 )
 from rageval.files import read_json, write_json, write_text
 from rageval.gate import report
+from rageval.gate.report import printable
 from rageval.gate.verdict import Verdict
 from rageval.golden import lifecycle
 from rageval.golden.candidates import (
@@ -55,13 +56,13 @@ class SafeStream:
     nor the interpreter's last flush fails. The exit code stays the command's — a blocked gate
     exits 1 whatever happens to its output."""
 
-    def __init__(self, stream: TextIO) -> None:
-        self.stream, self.pipe_closed = stream, False
+    def __init__(self, stream: TextIO, *, sanitize: bool = False) -> None:
+        self.stream, self.pipe_closed, self.sanitize = stream, False, sanitize
 
     def write(self, text: str) -> int:
         if not self.pipe_closed:
-            try:
-                self.stream.write(text)
+            try:     # stdout shows golden text, answers and app errors: no escape sequences, no bidi tricks
+                self.stream.write(printable(text, newlines=True) if self.sanitize else text)
             except BrokenPipeError:
                 self._reader_left()
         return len(text)
@@ -410,7 +411,7 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
-    out = SafeStream(out or sys.stdout)
+    out = SafeStream(out or sys.stdout, sanitize=True)
     err = SafeStream(sys.stderr)
     args = make_parser().parse_args(argv)
     args.err = err
@@ -419,7 +420,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     try:
         code = args.func(args, out)
     except RagevalError as exc:
-        err.write(f"ERROR {exc}\n" + (f"TIP {exc.tip}\n" if exc.tip else ""))
+        err.write(printable(f"ERROR {exc}\n" + (f"TIP {exc.tip}\n" if exc.tip else ""), newlines=True))
         code = exc.exit_code
     except KeyboardInterrupt:
         err.write("interrupted\n")

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 from rageval.errors import ConfigError, did_you_mean
 from rageval.metrics.base import OTHER_METRICS, parse_metric
+from rageval.models import model_rules
 from rageval.parse import (
     finite,
     key_lines,
@@ -74,8 +75,6 @@ MSG_APP_NEEDS = "{path}: app.type is {type}, so it needs 'app.{key}'. Add e.g. `
 MSG_OVERLAP = "{path}{where}: chunking.overlap ({o}) must be smaller than chunking.size ({s})."
 MSG_TOP_K = "{path}{where}: retrieval.k asks for a cut-off of {k} but retrieval.top_k is {t}; raise top_k or drop that k."
 MSG_PROMPT = "{path}{where}: generation.prompt: template {p} not found (paths are relative to the config file)."
-MSG_SAME_MODEL = ("{path}{where}: judge.model and generation.model are both '{m}'. A model grading its own "
-                  "answers favours them; use a different judge.model, or set judge.allow_same_model: true.")
 MSG_FAITHFULNESS = "{path}{where}: judge.faithfulness needs judge.model (the model that checks claims)."
 MSG_KEY_IN_URL = "{path}{where}: put the API key in an environment variable named by llm.api_key_env, not in the URL."
 MSG_LEAK_FILE = "{path}{where}: golden_checks.leak_files: {p} not found (paths are relative to the config file)."
@@ -318,12 +317,10 @@ def _check_rules(r: _Reader, name: str, s: Any, before: dict[str, Any]) -> None:
                 raise ConfigError(MSG_REQUIRED.format(path=r.path, key=f"generation.{key}", example=_OPENAI_GENERATION))
         if not s.prompt.is_file():
             raise r.fail(MSG_PROMPT, "generation.prompt", p=s.prompt)
-    if name == "judge":
-        generator = before["generation"].model
-        if s.model and generator and s.model == generator and not s.allow_same_model:
-            raise r.fail(MSG_SAME_MODEL, "judge.model", m=s.model)
-        if s.faithfulness and not s.model:
-            raise r.fail(MSG_FAITHFULNESS, "judge.faithfulness")
+    for dotted, template, values in model_rules(name, s, before):  # judge ≠ generator; a price under a budget
+        raise r.fail(template, dotted, **values)
+    if name == "judge" and s.faithfulness and not s.model:
+        raise r.fail(MSG_FAITHFULNESS, "judge.faithfulness")
     if name == "llm" and "api_key" in (s.base_url or ""):
         raise r.fail(MSG_KEY_IN_URL, "llm.base_url")
     if name == "golden_checks":

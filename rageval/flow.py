@@ -17,12 +17,12 @@ from rageval.errors import RagevalError
 from rageval.gate import report, stats
 from rageval.gate.compare import compare
 from rageval.gate.decide import Decision, decide
-from rageval.gate.verdict import Verdict, freeze
+from rageval.gate.verdict import Verdict, freeze, thaw
 from rageval.golden.corpus import Corpus
 from rageval.golden.set import Case
 from rageval.pipeline.judging import judge_gate_allowed
-from rageval.pipeline.runner import Evaluation, cost_of, prepare
-from rageval.results import Noise, Progress, RunResult
+from rageval.pipeline.runner import Evaluation, prepare
+from rageval.results import Cost, Noise, Progress, RunResult
 
 RerunLog = Callable[[list[str] | None], None]
 
@@ -49,7 +49,8 @@ def run_repeats(ev: Evaluation, repeats: int, progress: Progress | None = None) 
     """Run the eval ``repeats`` times to measure noise. Deterministic stages run once: later runs
     reuse the first run's retrieval and call only the model stages, with the cache bypassed. When
     nothing in the pipeline calls a model, the runs would be identical, so one run is made and
-    its noise is recorded as zero. The result's summary metrics are the mean over the runs."""
+    its noise is recorded as zero. The result's summary metrics are the mean over the runs; its
+    cost is the first run's, with the repeats' under ``cost.rerun``."""
     if repeats < 1:
         raise RagevalError(f"--repeats must be at least 1, got {repeats}.")
     first = ev.run(progress=progress)
@@ -61,8 +62,15 @@ def run_repeats(ev: Evaluation, repeats: int, progress: Progress | None = None) 
     return first.replace(
         summary=replace(first.summary, metrics=mean), repeats=repeats, noise=_noise(runs, ev.deterministic),
         flaky=tuple(stats.flaky_cases([{c.id: c.passed for c in r.cases} for r in runs]) if len(runs) > 1 else ()),
-        cost=cost_of(ev.client, sum(len(r.cases) for r in runs)),
+        cost=with_reruns(first.cost, runs[1:]),
         timings={k: round(sum(r.timings.get(k, 0.0) for r in runs), 3) for k in first.timings})
+
+
+def with_reruns(cost: Cost, reruns: Sequence[RunResult]) -> Cost:
+    """``cost`` with the re-runs' costs summed under ``rerun`` (unchanged when there were none)."""
+    if not reruns:
+        return cost
+    return cost.with_rerun(Cost.total([r.cost for r in reruns], sum(len(r.cases) for r in reruns)))
 
 
 # --- gate --------------------------------------------------------------------------------------
@@ -86,10 +94,12 @@ def gate(cfg: Config, baseline: RunResult | None, *, evaluation: Evaluation | No
     """Gate a PR: run ``evaluation`` (or take a finished ``candidate``, which then cannot be
     re-run), decide against ``baseline`` — re-running through the evaluation near a threshold —
     and render the report. ``expected``: the golden cases the candidate must answer (default:
-    the evaluation's cases); one it lacks is a failing case."""
+    the evaluation's cases); one it lacks is a failing case. The re-runs' model calls, made with
+    the cache bypassed, are counted apart: ``candidate.cost.rerun`` and ``verdict.reran["cost"]``."""
     if (evaluation is None) == (candidate is None):
         raise ValueError("flow.gate needs exactly one of evaluation and candidate")
     rerun = None
+    reruns: list[RunResult] = []
     if evaluation is not None:
         candidate = evaluation.run(progress=progress)
         first = candidate
@@ -97,7 +107,8 @@ def gate(cfg: Config, baseline: RunResult | None, *, evaluation: Evaluation | No
         def rerun(case_ids: list[str] | None) -> RunResult:
             if on_rerun is not None:
                 on_rerun(case_ids)
-            return evaluation.run(fresh=True, case_ids=case_ids, previous=first)
+            reruns.append(evaluation.run(fresh=True, case_ids=case_ids, previous=first))
+            return reruns[-1]
         expected = expected if expected is not None else evaluation.golden.cases
     if candidate is None or expected is None:
         raise ValueError("flow.gate needs the expected golden cases with a finished candidate")
@@ -106,10 +117,14 @@ def gate(cfg: Config, baseline: RunResult | None, *, evaluation: Evaluation | No
     if cfg.judge.min_agreement is not None and not allowed:
         notes.append(f"judge_pass is not gated: {why}")
     decision = decide(cfg, baseline, candidate, expected=expected, rerun=rerun, gate_judge=allowed)
-    verdict = with_attribution(cfg, decision, evaluation)
-    markdown = report.render_markdown(verdict, decision.baseline, decision.candidate, cfg.report)
+    verdict, candidate = with_attribution(cfg, decision, evaluation), decision.candidate
+    if reruns:
+        cost = with_reruns(candidate.cost, reruns)
+        candidate = candidate.replace(cost=cost)
+        verdict = replace(verdict, reran=freeze({**thaw(verdict.reran), "cost": cost.rerun.to_dict() if cost.rerun else {}}))
+    markdown = report.render_markdown(verdict, decision.baseline, candidate, cfg.report)
     line = report.render_summary_line(verdict, title=cfg.report.title)
-    return GateOutcome(verdict, decision.baseline, decision.candidate, markdown, line, tuple(notes))
+    return GateOutcome(verdict, decision.baseline, candidate, markdown, line, tuple(notes))
 
 
 def with_attribution(cfg: Config, decision: Decision, evaluation: Evaluation | None) -> Verdict:

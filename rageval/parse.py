@@ -36,10 +36,12 @@ Every message starts with ``where`` and, where there is one, ``line N``.
 from __future__ import annotations
 
 import bisect
+import email.utils
 import json
 import math
 import os
 import re
+from datetime import timezone
 from itertools import accumulate
 from typing import Any
 
@@ -378,3 +380,24 @@ def _walk(node: yaml.Node | None, prefix: str, lines: dict[str, int]) -> None:
             key = f"{prefix}.{key_node.value}" if prefix else str(key_node.value)
             lines[key] = key_node.start_mark.line + 1
             _walk(value_node, key, lines)
+
+
+def retry_after(value: str | None, now: float) -> float | None:
+    """Seconds a ``Retry-After`` header asks to wait from ``now`` (epoch seconds): delta-seconds or
+    an HTTP date (RFC 9110 §10.2.3), never negative; None when absent or unreadable."""
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        pass
+    else:
+        return seconds if math.isfinite(seconds) and seconds >= 0 else None
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(when.timestamp() - now, 0.0)

@@ -8,9 +8,10 @@ version, required keys, types, and finite numbers. NaN, ±Infinity, a string or 
 number belongs, or a missing key is an error that names the key.
 
 Records: :class:`CheckResult` (one check of one case), :class:`Retrieved` (one retrieved chunk),
-:class:`CaseResult`, :class:`Summary`, :class:`Noise`, :class:`Cost`, :class:`GoldenInfo` and
-:class:`RunResult`. Free-form blocks (the resolved ``config``, the golden and corpus snapshots,
-the golden checks, a check's details) are kept as plain JSON values, checked for finite numbers.
+:class:`CaseResult`, :class:`Summary`, :class:`Noise`, :class:`Cost` (``rageval.cost``, re-exported
+here), :class:`GoldenInfo` and :class:`RunResult`. Free-form blocks (the resolved ``config``, the
+golden and corpus snapshots, the golden checks, a check's details) are kept as plain JSON values,
+checked for finite numbers.
 
 Reading and writing the files (strict JSON, atomic writes) is ``rageval.files``'s.
 """
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any
 
+from rageval.cost import Cost  # noqa: F401 - re-exported: part of the RunResult contract
 from rageval.errors import RagevalError, ResultError
 from rageval.files import Reader, read_json
 from rageval.records import (  # noqa: F401 - re-exported: results is where records are imported from
@@ -127,35 +129,6 @@ class Noise:
                                                                                            f"{key}.runs"))),
                    runs_executed=r.int_(data.get("runs_executed", 1), f"{key}.runs_executed", minimum=1),  # type: ignore[arg-type]
                    deterministic=r.bool_(data.get("deterministic", False), f"{key}.deterministic"))
-
-
-@dataclass(frozen=True)
-class Cost:
-    """Model calls (network calls per stage; cache hits are not calls), tokens and USD."""
-
-    calls: Mapping[str, int] = field(default_factory=dict)
-    calls_total: int = 0
-    calls_per_case: float = 0.0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cache_hits: int = 0
-    usd: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"calls": dict(self.calls), "calls_total": self.calls_total, "calls_per_case": self.calls_per_case,
-                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "cache_hits": self.cache_hits, "usd": self.usd}
-
-    @classmethod
-    def from_dict(cls, data: Any, key: str, r: Reader) -> Cost:
-        data = r.obj(data, key)
-        r.keys(data, [f.name for f in fields(cls)], key)
-        ints = {n: r.int_(data.get(n, 0), f"{key}.{n}") for n in ("calls_total", "prompt_tokens", "completion_tokens",
-                                                                    "cache_hits")}
-        return cls(calls={str(k): r.int_(v, f"{key}.calls.{k}") for k, v in r.obj(data.get("calls") or {},  # type: ignore[misc]
-                                                                                     f"{key}.calls").items()},
-                   calls_per_case=r.num(data.get("calls_per_case", 0.0), f"{key}.calls_per_case", minimum=0.0),  # type: ignore[arg-type]
-                   usd=r.num(data.get("usd", 0.0), f"{key}.usd", minimum=0.0), **ints)  # type: ignore[arg-type]
 
 
 GOLDEN_KEYS = ("name", "version", "sha256", "content_sha256", "path", "subset", "n_total", "changelog", "cases",

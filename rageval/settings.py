@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import MISSING, asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +74,8 @@ class JudgeConfig:
     model: str | None = setting(None, "optstr")              # None: judge and faithfulness report "skipped"
     allow_same_model: bool = setting(False, "bool")
     faithfulness: bool = setting(False, "bool")              # also score claims against context and expected sections
+    faithfulness_calls: str = setting("judge", "choice", choices=("judge", "separate"))  # judge: in the judge's one call
+    always: bool = setting(False, "bool")                    # judge cases that already fail a rule too
     min_agreement: float | None = setting(None, "rate")      # no gating on judge_pass below this measured agreement
     agreement_file: Path | None = setting(None, "path")      # output of `rageval judge-agreement --out`
 
@@ -216,3 +218,15 @@ def _plain(value: Any, root: Path) -> Any:
         except ValueError:
             return value.as_posix()
     return value
+
+
+def default_values() -> dict[str, Any]:
+    """Every section key's default as the resolved config JSON writes it (``chunking.size`` → 200),
+    so a key an older rageval did not write can be told from one a PR changed."""
+    out: dict[str, Any] = {}
+    for f in fields(Config):
+        if f.default_factory is MISSING:
+            continue
+        for key, value in _plain(asdict(f.default_factory()), Path(".")).items():
+            out[f"{f.name}.{key}"] = value
+    return out

@@ -5,7 +5,10 @@ import pytest
 
 TESTS = Path(__file__).parent
 ROOT = TESTS.parent
-sys.path.insert(0, str(TESTS))
+# helper modules (fakes, builders, scripted model replies) import by name from any test folder,
+# whichever subset of the suite runs; test file names are unique across the folders
+for folder in (TESTS, *sorted(p for p in TESTS.iterdir() if p.is_dir() and p.name not in ("data", "__pycache__"))):
+    sys.path.insert(0, str(folder))
 
 
 @pytest.fixture

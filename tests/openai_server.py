@@ -12,7 +12,9 @@ many requests are in flight at once, and injects faults from a queue consumed in
         assert server.calls["chat"] == 1
 
 Answers: ``responder(request_json) -> str`` if given, else the first rule whose substring occurs
-in the last user message, else ``"echo: <last user message>"``. Embeddings are deterministic unit
+in the last user message, else ``"echo: <last user message>"``. A responder (or rule) may answer
+``Refusal("…")`` instead of a string: the message then has ``content: null`` and that
+``refusal`` text, as OpenAI sends a model's refusal. Embeddings are deterministic unit
 vectors derived from sha256(model, text), ``dim`` long; ``encoding_format: base64`` is honoured
 the way OpenAI does it (little-endian float32).
 """
@@ -81,6 +83,13 @@ class Fault:
 
 def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else str(x)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A chat answer that declines: ``content: null`` and ``refusal: text`` in the message."""
+
+    text: str
 
 
 @dataclass(frozen=True)
@@ -215,7 +224,7 @@ class OpenAIServer:
                     return fault
         return None
 
-    def answer_for(self, body: dict[str, Any]) -> str:
+    def answer_for(self, body: dict[str, Any]) -> str | Refusal:
         if self.responder is not None:
             return self.responder(body)
         last = _last_user_message(body.get("messages"))
@@ -311,12 +320,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(400, "'messages' must be a non-empty array", "invalid_request_error", param="messages")
             return
         answer = state.answer_for(body)
+        refusal = answer.text if isinstance(answer, Refusal) else None
+        content = None if refusal is not None else answer
         if state.usage is not None:
             prompt_tokens, completion_tokens = state.usage
         else:
             prompt_tokens = sum(_count_tokens(m.get("content") or "") for m in messages
                                 if isinstance(m, dict) and isinstance(m.get("content"), str))
-            completion_tokens = _count_tokens(answer)
+            completion_tokens = _count_tokens(content or refusal or "")
         digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:24]
         self._json(200, {
             "id": f"chatcmpl-{digest}",
@@ -325,7 +336,7 @@ class _Handler(BaseHTTPRequestHandler):
             "model": model,
             "system_fingerprint": "fp_test",
             "choices": [{"index": 0,
-                         "message": {"role": "assistant", "content": answer, "refusal": None},
+                         "message": {"role": "assistant", "content": content, "refusal": refusal},
                          "logprobs": None,
                          "finish_reason": "stop"}],
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,

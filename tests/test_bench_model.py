@@ -1,6 +1,7 @@
 """bench/bench_model.py's our-stack part on a few banhang cases against the local OpenAI-compatible
-server: the calls per case it measures are the calls the stack must make — 1 generation, 1 judge
-and at most 2 faithfulness calls per case on a cold cache, none on a warm one."""
+server: the calls per case it measures are the calls the stack must make — 1 generation, then 1
+judge call (verdict and claims) only for cases that pass the rules; 2 per case when every case is
+judged; 4 with the separate faithfulness path; none on a warm cache."""
 
 import importlib.util
 import json
@@ -9,6 +10,13 @@ import sys
 import pytest
 from conftest import ROOT
 from openai_server import OpenAIServer
+
+from rageval.config import load_config
+from rageval.golden.corpus import load_corpus
+from rageval.golden.set import load_golden
+from rageval.metrics.numbers import check_numbers
+from rageval.metrics.rules import check_must_include, check_must_not_include, check_refusal
+from rageval.pipeline.runner import RULE_CHECKS
 
 N_CASES = 4
 
@@ -33,38 +41,74 @@ def ours(tmp_path_factory):
     return out, chat_requests, recorder
 
 
-def test_cold_run_makes_one_generation_one_judge_and_at_most_two_faithfulness_calls_per_case(ours):
+def failing_rules(inputs):
+    """Case ids whose answer fails a rule, decided here by the rule functions themselves on the
+    answers the stack got, not by the runner that skips the judge."""
+    cfg = load_config(ROOT / "examples" / "banhang" / "rageval-openai.yml")
+    golden, corpus = load_golden(cfg.golden), load_corpus(cfg.corpus, cfg.root)
+    answers = {i["id"]: i["answer"] for i in inputs}
+    out = set()
+    for case in golden.cases:
+        if case.id not in answers:
+            continue
+        answer = answers[case.id]
+        checks = [check_numbers(answer, case.expected_answer, corpus.text_of(case.expected_sections), cfg.checks.units),
+                  check_must_include(answer, case.must_include), check_must_not_include(answer, case.must_not_include),
+                  check_refusal(answer, case.out_of_scope, cfg.checks.refusal_markers)]
+        assert len(checks) == len(RULE_CHECKS)
+        if any(c.status == "fail" for c in checks):
+            out.add(case.id)
+    return out
+
+
+def test_cold_run_one_generation_and_one_judge_call_only_for_cases_passing_the_rules(ours):
     out, _, _ = ours
     section = out["section"]
     assert section["cases"] == N_CASES
+    failing = failing_rules(out["inputs"])
+    assert 0 < len(failing) < N_CASES                              # the bench exercises both paths
     per_case = section["per_case_calls"]
     assert sorted(per_case) == ["q01", "q02", "q03", "q04"]
     for case_id, calls in per_case.items():
-        assert calls["generation"] == 1, case_id
-        assert calls["judge"] == 1, case_id
-        assert 1 <= calls["faithfulness"] <= 2, case_id
+        assert calls == ({"generation": 1} if case_id in failing else {"generation": 1, "judge": 1}), case_id
     cold = section["cold"]
-    # the first cases answer from a retrieved chunk: claims extracted, then verified -> 2 calls
-    assert cold["calls"] == {"generation": 4, "judge": 4, "faithfulness": 8}
-    assert cold["calls_per_case"] == {"generation": 1.0, "judge": 1.0, "faithfulness": 2.0, "total": 4.0}
-    assert cold["runresult_agrees"] is True and cold["runresult_cost"]["calls_total"] == 16
+    judged = N_CASES - len(failing)
+    assert cold["calls"] == {"generation": N_CASES, "judge": judged}
+    assert cold["calls_per_case"]["total"] == (N_CASES + judged) / N_CASES
+    assert cold["runresult_agrees"] is True and cold["runresult_cost"]["calls_total"] == N_CASES + judged
+    assert section["rules_first"] == {
+        "cases": N_CASES, "cases_failing_rules": len(failing),
+        "judge_calls_on_failing_cases": {"before": len(failing), "after": 0},
+        "judge_calls_all_cases": {"before": N_CASES, "after": judged},
+        "calls_total": {"before": 2 * N_CASES, "after": N_CASES + judged}}
+
+
+def test_every_case_judged_is_two_calls_per_case_and_the_separate_path_four(ours):
+    modes = ours[0]["section"]["modes"]
+    assert modes["always"]["cold"]["calls_per_case"] == {"generation": 1.0, "judge": 1.0, "total": 2.0}
+    assert modes["separate"]["cold"]["calls_per_case"] == {"generation": 1.0, "judge": 1.0, "faithfulness": 2.0,
+                                                           "total": 4.0}
+    assert all(m["cold"]["runresult_agrees"] and m["warm"]["calls_total"] == 0 for m in modes.values())
 
 
 def test_warm_run_makes_no_model_call(ours):
     out, chat_requests, _ = ours
-    warm = out["section"]["warm"]
+    section = out["section"]
+    warm, cold = section["warm"], section["cold"]
     assert warm["calls_total"] == 0 and warm["server_requests"] == 0
-    assert warm["runresult_cost"]["cache_hits"] == 16
-    assert chat_requests == 16                         # the server saw the cold run only
+    assert warm["runresult_cost"]["cache_hits"] == cold["calls_total"]
+    cold_calls = [m["cold"]["calls_total"] for m in section["modes"].values()] + [cold["calls_total"]]
+    assert chat_requests == sum(cold_calls)            # the server saw the cold runs only
 
 
 def test_measured_tokens_are_the_servers_usage_numbers(ours):
     out, _, recorder = ours
     cold = out["section"]["cold"]
     cost = cold["runresult_cost"]
+    first = recorder.calls[:cold["calls_total"]]                # the rules-first cold run came first
     # the recorder counts what the server reports as usage, so the client's totals match exactly
-    assert sum(c.prompt_tokens for c in recorder.calls) == cost["prompt_tokens"]
-    assert sum(c.completion_tokens for c in recorder.calls) == cost["completion_tokens"]
+    assert sum(c.prompt_tokens for c in first) == cost["prompt_tokens"]
+    assert sum(c.completion_tokens for c in first) == cost["completion_tokens"]
     assert cold["prompt_tokens_per_case"]["total"] == round(cost["prompt_tokens"] / N_CASES, 1)
 
 
@@ -146,7 +190,22 @@ def test_table_lists_a_row_per_tool_with_the_measured_numbers(ours):
                         "deepeval": {"status": "not installed", "metric": "FaithfulnessMetric",
                                      "error": "ModuleNotFoundError: No module named 'deepeval'"}})
     lines = text.splitlines()
-    assert lines[0] == "| tool | metric | calls/case | prompt tokens/case | wall s | warm re-run calls |"
-    assert lines[2].startswith("| rageval ") and "(1 generation + 1 judge + 2 faithfulness) | 4 |" in lines[2]
-    assert lines[2].endswith("| 0 |")
-    assert lines[3].startswith("| deepeval | FaithfulnessMetric | not installed")
+    assert lines[0] == "| tool | metric | calls/case | prompt tokens/case | wall s | calls on an unchanged re-run |"
+    cold = out["section"]["cold"]["calls_per_case"]
+    assert lines[2].startswith("| rageval ") and f"(generation 1 + judge {cold['judge']:.2f}) | {cold['total']:.2f} |" in lines[2]
+    assert "(generation 1 + judge 1) | 2 |" in lines[3] and "(generation 1 + judge 1 + faithfulness 2) | 4 |" in lines[4]
+    assert all(line.endswith("| 0 |") for line in lines[2:5])
+    assert lines[5].startswith("| deepeval | FaithfulnessMetric | not installed")
+
+
+def test_an_unchanged_gate_counts_its_re_run_calls_as_the_server_did(tmp_path):
+    with OpenAIServer(responder=bench.Recorder()) as server:
+        out = bench.run_gate_rerun(server, tmp_path, subset="pr")
+    warm = out["unchanged"]
+    assert warm["first_run_calls"] == 0 and warm["cases_rechecked"] > 0
+    assert warm["rerun_calls"] == warm["verdict_rerun_calls"] == warm["server_calls"] > 0
+    assert warm["report_line"].startswith(f"**Re-run cost** (cache bypassed, to confirm the decision): "
+                                          f"{warm['server_calls']} model calls")
+    assert out["agrees"] is True
+    cold = out["cold"]
+    assert cold["first_run_calls"] + cold["rerun_calls"] == cold["server_calls"]

@@ -30,8 +30,14 @@ def write(tmp_path, text):
     ("app: {type: replay}\n", r"app.type is replay, so it needs 'app.path'"),
     ("generation: {provider: openai, model: m, prompt: p.j2}\n", r"template .*p.j2 not found"),
     ("generation: {provider: openai, model: gpt-x, prompt: rageval.yml}\njudge: {model: gpt-x}\n",
-     r"judge.model and generation.model are both 'gpt-x'"),
+     r"judge.model 'gpt-x' and generation.model 'gpt-x' are the same model \(gpt-x\b"),
+    ("generation: {provider: openai, model: gpt-4o-mini, prompt: rageval.yml}\njudge: {model: openai/GPT-4o-mini-2024-07-18}\n",
+     r"judge.model 'openai/GPT-4o-mini-2024-07-18' and generation.model 'gpt-4o-mini' are the same model \(gpt-4o-mini:"),
     ("judge: {faithfulness: true}\n", r"judge.faithfulness needs judge.model"),
+    ("judge: {model: j, faithfulness_calls: both}\n", r"'judge.faithfulness_calls' must be one of judge, separate"),
+    ("judge: {model: gpt-4.1}\nllm: {max_cost_usd: 0.001, prices: {gpt-4o: {prompt: 2.5}}}\n",
+     r"line 4: llm.max_cost_usd is set, but judge.model 'gpt-4.1' has no price in llm.prices, .*"
+     r"Add `llm: \{prices: \{gpt-4.1: \{prompt: …, completion: …\}\}\}` \(USD per 1M tokens\), or remove llm.max_cost_usd"),
     ("checks: {units: [furlongs]}\n", r"checks.units"),
     ("llm: {prices: {m: {input: 1}}}\n", r"unknown key 'llm.prices.m.input'"),
 ])
@@ -210,3 +216,11 @@ def test_settings_the_model_client_and_the_gate_rely_on_are_checked_when_the_con
     path.write_text("golden: g.yaml\ncorpus: docs\n" + text, encoding="utf-8")
     with pytest.raises(ConfigError, match=message):
         load_config(path)
+
+
+def test_judge_defaults_and_a_priced_judge_under_a_budget(tmp_path):
+    cfg = load_config(write(tmp_path, "judge: {model: gpt-4.1, faithfulness: true}\n"
+                                      "llm: {max_cost_usd: 1, prices: {gpt-4.1: {prompt: 2, completion: 8}}}\n"))
+    assert (cfg.judge.always, cfg.judge.faithfulness_calls) == (False, "judge")
+    cfg = load_config(write(tmp_path, "judge: {model: j, always: true, faithfulness_calls: separate}\n"))
+    assert (cfg.judge.always, cfg.judge.faithfulness_calls) == (True, "separate")

@@ -1,27 +1,41 @@
 """The demo's real-model config against the local OpenAI-compatible server over real HTTP:
-calls per case by stage, zero calls on an unchanged re-run, and the key kept out of everything."""
+calls per case by stage (rules first, then one judge call), zero calls on an unchanged re-run, the
+gate's re-run calls counted exactly as the server saw them, the budget cap with an unpriced model,
+and the key kept out of everything."""
 
 import json
+import re
 import shutil
 
 import pytest
 from conftest import ROOT
 from openai_server import OpenAIServer
 
+from rageval.metrics.faithfulness import EXTRACT_SYSTEM, VERIFY_SYSTEM
+from rageval.pipeline.runner import RULE_CHECKS
+
 SENTINEL = "sk-SENTINEL-DEMO-KEY-42"
+ANSWER = "Khách được đổi hoặc trả hàng trong 7 ngày kể từ ngày nhận hàng (DT-1)."
+CLAIM = "Khách được đổi trả trong 7 ngày kể từ ngày nhận hàng."
 
 
 def responder(body):
-    model = body["model"]
-    if model == "gpt-4o-mini":
-        return "Khách được đổi hoặc trả hàng trong 7 ngày kể từ ngày nhận hàng (DT-1)."
-    text = json.dumps(body["messages"], ensure_ascii=False)
-    if "claims" in text and "verdict" not in text and "in_context" not in text:
-        return json.dumps({"claims": ["Khách được đổi trả trong 7 ngày kể từ ngày nhận hàng."]})
-    if "in_context" in text:
-        return json.dumps({"claims": [{"claim": "Khách được đổi trả trong 7 ngày kể từ ngày nhận hàng.",
-                                       "in_context": "supported", "in_expected": "supported"}]})
-    return json.dumps({"verdict": "pass", "wrong_claims": [], "missing": []})
+    """The generator always answers ANSWER; the judge passes it, with one claim supported by
+    whichever sources the request asks about."""
+    if body["model"] == "gpt-4o-mini":
+        return ANSWER
+    system, user = body["messages"][0]["content"], body["messages"][-1]["content"]
+    if system == EXTRACT_SYSTEM:
+        return json.dumps({"claims": [CLAIM]})
+    keys = [k for k in ("in_context", "in_expected") if f'"{k}" for' in user]
+    claims = [{"claim": CLAIM, **dict.fromkeys(keys, "supported")}]
+    if system == VERIFY_SYSTEM:
+        return json.dumps({"claims": claims})
+    return json.dumps({"verdict": "pass", "wrong_claims": [], "missing": [], "claims": claims})
+
+
+def fails_rules(case):
+    return any(case["checks"][n]["status"] == "fail" for n in RULE_CHECKS)
 
 
 @pytest.fixture
@@ -46,14 +60,23 @@ def test_openai_demo_calls_per_case_and_cache(demo, run_cli, monkeypatch, tmp_pa
     r1, r2 = (json.loads(p.read_text(encoding="utf-8")) for p in (out1, out2))
     n = r1["summary"]["n_cases"]
     calls = r1["cost"]["calls"]
-    assert calls["generation"] == n and calls["judge"] == n
-    assert n <= calls["faithfulness"] <= 2 * n
+    failing_rules = {c["id"] for c in r1["cases"] if fails_rules(c)}
+    assert 0 < len(failing_rules) < n
+    # rules first, then one judge call that also returns the claims: no faithfulness call of its own
+    assert calls == {"generation": n, "judge": n - len(failing_rules)}
     assert first_calls == sum(calls.values())
+    by_case = r1["cost"]["by_case"]
+    assert all(by_case[i]["generation"]["calls"] == 1 and "judge" not in by_case[i] for i in failing_rules)
+    assert all(by_case[c["id"]]["judge"]["calls"] == 1 for c in r1["cases"] if c["id"] not in failing_rules)
     assert r2["cost"]["calls_total"] == 0 and r2["cost"]["cache_hits"] >= first_calls
     assert r1["summary"]["metrics"] == r2["summary"]["metrics"]
     assert r1["cost"]["usd"] > 0
     assert r1["summary"]["metrics"]["judge_pass"] == 1.0
     assert r1["summary"]["metrics"]["faithfulness"] == 1.0 and r1["summary"]["n_errors"] == 0
+    assert r1["cost"]["usd"] == pytest.approx(sum(
+        s["prompt_tokens"] * p / 1e6 + s["completion_tokens"] * c / 1e6
+        for s, (p, c) in ((r1["cost"]["stages"]["generation"], (0.15, 0.60)), (r1["cost"]["stages"]["judge"], (2.50, 10.00)))),
+        abs=1e-6)
     everything = out1.read_text() + out2.read_text() + stdout + stderr
     for path in (demo / ".rageval-cache").rglob("*"):
         if path.is_file():
@@ -105,3 +128,82 @@ def test_persistent_500_makes_those_cases_errors_and_the_run_completes(demo, run
     assert all(c["passed"] is None for c in errored)                      # an error, not a fail
     assert result["summary"]["n_errors"] == 2
     assert result["summary"]["n_cases"] == len(result["cases"]) >= 30     # nothing lost
+
+
+def test_an_unchanged_gate_reports_its_rerun_calls_exactly_as_the_server_counted_them(demo, run_cli, monkeypatch,
+                                                                                     tmp_path):
+    cfg = demo / "rageval-openai.yml"
+    monkeypatch.setenv("OPENAI_API_KEY", SENTINEL)
+    with OpenAIServer(responder=responder) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        args = ("gate", "--config", cfg, "--subset", "pr")
+        code, _, err = run_cli(*args, "--report-md", tmp_path / "cold.md")
+        assert code == 1, err                                         # zero tolerance: numbers
+        before = server.calls["chat"]
+        report, verdict, candidate = tmp_path / "warm.md", tmp_path / "verdict.json", tmp_path / "candidate.json"
+        code, _, err = run_cli(*args, "--report-md", report, "--out", verdict, "--candidate-out", candidate)
+        assert code == 1, err
+        rerun_calls = server.calls["chat"] - before                   # what the server saw this time
+    text = report.read_text(encoding="utf-8")
+    cand, verd = (json.loads(p.read_text(encoding="utf-8")) for p in (candidate, verdict))
+    assert rerun_calls > 0 and verd["reran"]["targeted"]
+    assert cand["cost"]["calls_total"] == 0 and cand["cost"]["cache_hits"] > 0       # the first run: all cached
+    assert cand["cost"]["rerun"]["calls_total"] == verd["reran"]["cost"]["calls_total"] == rerun_calls
+    assert "**Cost and time:** 0 model calls" in text
+    assert re.search(rf"\*\*Re-run cost\*\* \(cache bypassed, to confirm the decision\): {rerun_calls} model calls", text)
+    generation = next(line for line in text.splitlines() if line.startswith("| generation |"))
+    assert generation.split(" | ")[5] == str(cand["cost"]["rerun"]["stages"]["generation"]["calls"])
+
+
+def test_an_unpriced_judge_with_a_budget_is_refused_at_validate_and_makes_no_call(demo, run_cli, monkeypatch):
+    cfg = demo / "rageval-openai.yml"
+    text = cfg.read_text(encoding="utf-8").replace("judge: {model: gpt-4o,", "judge: {model: gpt-4.1,")
+    cfg.write_text(text.replace("max_cost_usd: 2.00", "max_cost_usd: 0.001"), encoding="utf-8")
+    monkeypatch.setenv("OPENAI_API_KEY", SENTINEL)
+    with OpenAIServer(responder=responder) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        for command in ("validate", "run", "gate"):
+            code, _, err = run_cli(command, "--config", cfg, *(["--no-git"] if command == "validate" else []))
+            assert code == 2, (command, err)
+            assert "llm.max_cost_usd is set, but judge.model 'gpt-4.1' has no price in llm.prices" in err
+            assert "prices: {gpt-4.1: {prompt: …, completion: …}}" in err
+        assert server.calls["chat"] == 0
+
+
+def test_a_baselines_repeats_are_counted_as_re_runs(demo, run_cli, monkeypatch, tmp_path):
+    monkeypatch.setenv("OPENAI_API_KEY", SENTINEL)
+    out = tmp_path / "baseline.json"
+    with OpenAIServer(responder=responder) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        code, _, err = run_cli("baseline", "--config", demo / "rageval-openai.yml", "--subset", "pr", "--repeats", "3",
+                               "--out", out)
+        assert code == 0, err
+        total = server.calls["chat"]
+    cost = json.loads(out.read_text(encoding="utf-8"))["cost"]
+    first, rerun = cost["calls_total"], cost["rerun"]["calls_total"]
+    assert first + rerun == total and rerun == 2 * first           # two repeats, cache bypassed, each a full run
+    assert cost["rerun"]["calls"] == {stage: 2 * n for stage, n in cost["calls"].items()}
+
+
+def test_a_judge_model_change_shows_judge_metrics_but_does_not_gate_them(demo, run_cli, monkeypatch, tmp_path):
+    cfg = demo / "rageval-openai.yml"
+    monkeypatch.setenv("OPENAI_API_KEY", SENTINEL)
+    with OpenAIServer(responder=responder) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        code, _, err = run_cli("baseline", "--config", cfg, "--subset", "pr", "--out", tmp_path / "base.json")
+        assert code == 0, err
+        text = cfg.read_text(encoding="utf-8").replace("judge: {model: gpt-4o,", "judge: {model: gpt-4.1,")
+        cfg.write_text(text.replace("gpt-4o: {prompt: 2.50, completion: 10.00}",
+                                    "gpt-4.1: {prompt: 2.00, completion: 8.00}"), encoding="utf-8")
+        code, _, err = run_cli("gate", "--config", cfg, "--subset", "pr", "--baseline", tmp_path / "base.json",
+                               "--out", tmp_path / "verdict.json", "--report-md", tmp_path / "report.md")
+    verdict = json.loads((tmp_path / "verdict.json").read_text(encoding="utf-8"))
+    base = json.loads((tmp_path / "base.json").read_text(encoding="utf-8"))
+    assert base["config"]["judge"]["prompt_version"] == "2"
+    changed = [r for r in verdict["reasons"] if r["rule"] == "judge_changed"]
+    assert len(changed) == 1 and changed[0]["blocking"] is False
+    assert "gpt-4o" in changed[0]["message"] and "gpt-4.1" in changed[0]["message"]
+    assert "not compared" in changed[0]["message"]
+    assert not any(r["metric"] in ("judge_pass", "faithfulness", "groundedness") and r["blocking"]
+                   for r in verdict["reasons"])
+    assert "the judge changed" in (tmp_path / "report.md").read_text(encoding="utf-8")

@@ -15,20 +15,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from rageval.config import GateConfig
 from rageval.gate.verdict import Reason
+from rageval.metrics.judge import judge_signature
 from rageval.results import RunResult
 
 #: what a case asks and expects: two cases with the same id and these values are the same case
 IDENTITY = ("question", "expected_sections", "expected_answer", "must_include", "must_not_include", "out_of_scope")
 #: summary metrics decided by the LLM judge
 JUDGE_METRICS = ("judge_pass", "faithfulness", "groundedness")
-_DATE_SUFFIX = re.compile(r"-\d{4}-\d{2}-\d{2}$")
 
 MSG_NO_BASELINE = "no baseline RunResult; floors and zero-tolerance only (gate.missing_baseline: floors_only)"
 MSG_NO_BASELINE_FAIL = "no baseline RunResult and gate.missing_baseline is 'fail'"
@@ -70,17 +69,6 @@ def case_contents(run: RunResult, *, snapshot: bool) -> dict[str, str]:
             for c in run.cases}
 
 
-def judge_signature(config: Mapping[str, Any]) -> dict[str, Any] | None:
-    """Who judged: the judge model (case, provider prefix and date suffix ignored), its prompt
-    version and whether faithfulness ran; None without a judge."""
-    judge = config.get("judge") or {}
-    model = judge.get("model")
-    if not model:
-        return None
-    name = _DATE_SUFFIX.sub("", str(model).strip().lower().rsplit("/", 1)[-1])
-    return {"model": name, "prompt_version": judge.get("prompt_version"), "faithfulness": bool(judge.get("faithfulness"))}
-
-
 def _what_changed(added: tuple[str, ...], changed: tuple[str, ...], removed: tuple[str, ...]) -> str:
     parts = [f"{len(ids)} {word}" for ids, word in ((added, "added"), (changed, "changed"), (removed, "removed")) if ids]
     return ", ".join(parts) or "no case changed"
@@ -111,8 +99,12 @@ def _metrics(baseline: RunResult, candidate: RunResult) -> tuple[frozenset[str],
 def _judge_label(signature: Mapping[str, Any]) -> str:
     label = signature["model"]
     if signature.get("prompt_version"):
-        label += f" prompt {signature['prompt_version']}"
-    return label + (" + faithfulness" if signature.get("faithfulness") else "")
+        label += f" prompt v{signature['prompt_version']}"
+    if signature.get("temperature"):
+        label += f" at temperature {signature['temperature']:g}"
+    if signature.get("faithfulness"):
+        label += f" + faithfulness ({signature.get('faithfulness_calls')} calls)"
+    return label + ("" if signature.get("always") else ", rules first")
 
 
 def compare(baseline: RunResult | None, candidate: RunResult, cfg: GateConfig) -> Comparison:

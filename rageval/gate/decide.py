@@ -1,34 +1,29 @@
 """The gate: compare a candidate RunResult with a baseline and decide pass or fail.
 
-``evaluate(baseline, candidate, cfg, rerun=None) -> Verdict`` applies, in this order:
+``decide(cfg, baseline, candidate, expected=…)`` is what `rageval gate` and the Action call: it
+completes the candidate (a golden case it lacks is a failing case), narrows main's baseline to the
+PR's cases, and calls ``evaluate``, then adds the golden set's own rules
+(``rageval.gate.golden_rules``: version discipline, policy drift, leaks).
 
-* **comparability** — no baseline: ``gate.missing_baseline`` (``floors_only`` notes it, ``fail``
-  blocks). A baseline whose golden-set version or metric set differs is *not comparable*: the
-  verdict says why and only floors, zero-tolerance and the errors policy apply.
-* **floors** — ``value < floor`` blocks (``mrr@5 0.63 < 0.85``). A floored metric with no value
-  (n/a) blocks too: a floor that cannot be checked is never a silent pass.
-* **max_drop** — blocks when the drop exceeds ``max(max_drop, noise_k · σ_diff)``, with
-  ``σ_diff = sqrt(σ_base² + σ_cand²)`` from each RunResult's ``noise.sigma`` (unmeasured σ = 0).
-  The delta is candidate − baseline of the summary values when both runs hold the same case ids,
-  otherwise the paired delta of the per-case values over the common cases.
-* **significance** (optional ``gate.significance = α``) — a max_drop breach blocks only when it is
-  significant: for ``pass_rate`` the exact McNemar test on the pass/fail flips must give p < α;
-  for every other metric the upper bound of the paired bootstrap CI at confidence 1 − α must be
-  below 0. A breach whose statistic cannot be computed (no per-case values) blocks.
-* **slices** — ``gate.slices["type=injection"]`` applies floors / max_drop to
-  ``summary.by_slice["type=injection"]``; a gated slice with fewer than ``min_slice_cases`` cases
-  (in the candidate, or in the baseline for max_drop) is ``insufficient_data``: a non-blocking
-  reason of its own and the state ``insufficient_data``, never a silent pass.
+``evaluate(baseline, candidate, cfg, rerun=None) -> Verdict`` first re-derives every case verdict
+from its checks and every summary from the cases (nothing a results file claims is trusted), then
+applies, in this order:
+
+* **comparability** (``rageval.gate.compare``) — no baseline: ``gate.missing_baseline``. After a
+  golden-set change, drops, pass→fail and statistics are compared on the cases both sets hold
+  unchanged; with too few of those the run is *not comparable* (floors, zero tolerance and the
+  errors policy only; blocking with ``gate.not_comparable: fail``). Metrics only one run has, and
+  judge metrics under another judge, are reported, not compared.
+* **floors, max_drop, significance, slices** (``rageval.gate.thresholds``), with re-runs near a
+  threshold (``rageval.gate.confirm``).
 * **zero_tolerance** — every case whose check (``numbers``) has status ``fail`` blocks.
 * **errors** — cases whose App call errored: ``fail`` blocks and lists them, ``ignore`` lists them.
 * **missing cases** — a baseline case that passed and that the candidate did not answer is a
   pass→fail case ("missing in candidate") and blocks.
 
-Comparisons below ``1e-9`` are treated as equal, so a drop of exactly ``max_drop`` passes.
-Re-runs near a threshold and the confirmation of failing cases are ``rageval.gate.confirm``'s;
-the golden set's own checks (policy drift, leaks, version) are ``rageval.gate.golden_rules``'s;
-``decide`` applies both the way the CLI and the Action gate. Reasons about cases tagged
-``holdout`` never quote them: they are counted.
+Pass→fail cases and zero-tolerance failures are confirmed by a re-run unless the pipeline is
+deterministic; a case that passes again is flaky. Reasons about cases tagged ``holdout`` never
+quote them: they are counted.
 """
 
 from __future__ import annotations

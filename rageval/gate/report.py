@@ -1,20 +1,8 @@
 """Render a Verdict as the markdown PR comment / step summary, and as a one-line summary.
 
 The templates live in ``rageval/gate/templates/`` (jinja2, autoescape off: the output is markdown, not
-HTML). Every piece of model or user text — questions, answers, check reasons, ids, config values,
-titles — goes through one of two filters written here:
-
-* ``md`` (:func:`escape_md`) for text inline in a paragraph, a table cell or an HTML tag:
-  ``<`` that could open a tag, comment or autolink (``<`` before a letter, ``/``, ``!`` or ``?``),
-  every ``>``, and ``&`` that could start an entity become entities — so no raw HTML, and an
-  answer cannot close our ``<details>``; a lone ``<`` as in ``0.63 < 0.85`` stays readable. ``|``,
-  backticks, backslashes and brackets become entities (no broken tables, no code spans or links
-  swallowing our markup), a mention-like ``@name`` (``@`` not preceded by a word character, as
-  GitHub requires for a mention) gets a zero-width joiner after the ``@`` (no pings), and
-  newlines become ``<br>``.
-* ``fence`` (:func:`fence`) for answers shown verbatim: a fenced code block whose fence is longer
-  than any backtick run in the text, so the text cannot close it; inside it nothing is rendered
-  (no HTML, no mentions).
+HTML). Every piece of model or user text goes through ``md`` (inline) or ``fence`` (verbatim), which
+``rageval.gate.markdown`` defines: escaped, neutralised, cut to a bounded length.
 
 Cases tagged ``holdout`` never show their question or answer (nor their id): only counts.
 
@@ -26,7 +14,6 @@ to fewer entries, each ending with "…and N more". The header and the tables al
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -36,16 +23,28 @@ import jinja2
 from rageval.config import ReportConfig
 from rageval.gate import ablation
 from rageval.gate.format import fmt, fmt_delta
+from rageval.gate.markdown import (  # noqa: F401 - escape_md, fence, printable: public here too
+    ANSWER_MAX_CHARS,
+    FIELD_MAX_CHARS,
+    INLINE_MAX_CHARS,
+    QUESTION_MAX_CHARS,
+    SUMMARY_TITLE_MAX,
+    TITLE_MAX_CHARS,
+    cut,
+    escape_md,
+    fence,
+    printable,
+)
 from rageval.gate.verdict import STATE_RULES, Reason, Verdict
 from rageval.golden.set import is_holdout
-from rageval.results import CaseResult, RunResult
+from rageval.metrics.faithfulness import claim_readings
+from rageval.results import CaseResult, Cost, RunResult
+from rageval.settings import default_values
 
 GITHUB_COMMENT_LIMIT = 65_536
 #: default budget: the limit minus room for the hidden marker and anything the caller appends
 DEFAULT_MAX_CHARS = 60_000
 SUMMARY_LINE_MAX = 140              # GitHub commit status descriptions are cut at 140 characters
-ANSWER_MAX_CHARS = 1_500
-QUESTION_MAX_CHARS = 300
 COVERAGE_MAX_ITEMS = 60             # sections / slices listed by name in the coverage details
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -54,42 +53,8 @@ TEMPLATES = Path(__file__).parent / "templates"
 _LIMITS: tuple[tuple[int | None, int, int], ...] = (
     (None, 100, 100), (10, 25, 25), (3, 10, 10), (0, 0, 5), (0, 0, 0))
 
-_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "&#124;", "`": "&#96;", "\\": "&#92;",
-             "[": "&#91;", "]": "&#93;"}
-_ENTITY_RE = re.compile(r"&(?=[#A-Za-z0-9])|<(?=[A-Za-z/!?])|[>|`\\\[\]]")
-_MENTION_RE = re.compile(r"(?<!\w)@(?=[\w-])")
 _STATUS = {"pass": "✅", "fail": "❌", "warn": "⚠️ not significant", "n/a": "n/a",
            "insufficient_data": "⚠️ insufficient data"}
-
-
-# --- escaping --------------------------------------------------------------------------------
-
-def _lines(text: Any) -> str:
-    return str(text).replace("\r\n", "\n").replace("\r", "\n")
-
-
-def escape_md(text: Any, limit: int | None = None) -> str:
-    """Model/user text made safe inline in markdown, a table cell or an HTML tag (see module doc).
-    ``limit`` cuts the text (before escaping) to that many characters with "…"."""
-    if text is None:
-        return ""
-    s = _lines(text)
-    if limit is not None and len(s) > limit:
-        s = s[:limit].rstrip() + "…"
-    s = _ENTITY_RE.sub(lambda m: _ENTITIES[m.group()], s)
-    s = _MENTION_RE.sub("@\u200d", s)
-    return s.replace("\n", "<br>")
-
-
-def fence(text: Any, limit: int | None = ANSWER_MAX_CHARS) -> str:
-    """A fenced code block showing ``text`` verbatim; its fence is longer than any backtick run
-    in the text (at least three), so the text cannot end the block."""
-    s = _lines(text).strip("\n")
-    if limit is not None and len(s) > limit:
-        s = s[:limit].rstrip() + "\n… (cut: " + f"{len(_lines(text)):,}" + " characters in all)"
-    longest = max((len(run) for run in re.findall(r"`+", s)), default=0)
-    bar = "`" * max(3, longest + 1)
-    return f"{bar}text\n{s}\n{bar}"
 
 
 def _num(value: Any) -> str:
@@ -250,12 +215,39 @@ class _Cases:
         return out, len(shown) - len(out), hidden
 
 
+def _drop_size(drop: Mapping[str, Any]) -> float:
+    """How far a first relevant rank fell; "not retrieved" falls furthest."""
+    return float("inf") if drop["after"] is None else drop["after"] - drop["before"]
+
+
+#: config keys that change no answer and no decision: left out of the comment's config changes
+QUIET_KEYS = ("path", "report.", "attribution.", "llm.cache_dir")
+DEFAULTS = default_values()
+
+
+def _config_changes(verdict: Verdict, baseline: RunResult | None, candidate: RunResult) -> list[Mapping[str, Any]]:
+    """The config diff a reviewer needs: no key that changes no answer, no key an older rageval did
+    not write that is at its default now, no judge setting when neither run had a judge."""
+    judged = any((run.config.get("judge") or {}).get("model") for run in (baseline, candidate) if run is not None)
+    return [d for d in verdict.config_diff if not d["key"].startswith(QUIET_KEYS)
+            and not (d["before"] is None and d["key"] in DEFAULTS and DEFAULTS[d["key"]] == d["after"])
+            and (judged or not d["key"].startswith("judge."))]
+
+
+def _gated(verdict: Verdict) -> list[dict[str, Any]]:
+    """The rows of the comment's first table: every metric with a threshold, overall then per slice."""
+    rows = [{**row, "label": row["metric"]} for row in verdict.metrics if row.get("threshold")]
+    rows += [{**row, "label": f"{row['slice']} · {row['metric']}"} for row in verdict.by_slice
+             if row.get("gated") and row.get("threshold")]
+    return rows
+
+
 def _case_sections(verdict: Verdict, cases: _Cases, max_cases: int, max_rows: int) -> dict[str, Any]:
     p2f, p2f_hidden = _split(verdict.pass_to_fail, cases.base, cases.cand)
     details = [cases.detail(i) for i in p2f[:max_cases]]
     f2p, f2p_more, f2p_hidden = cases.rows(verdict.fail_to_pass, max_rows)
     flaky, flaky_more, flaky_hidden = cases.rows(verdict.flaky, max_rows)
-    ranks = {r["id"]: r for r in verdict.rank_drops}
+    ranks = {r["id"]: r for r in sorted(verdict.rank_drops, key=_drop_size, reverse=True)}
     drop_ids, drop_hidden = _split(list(ranks), cases.cand, cases.base)
     drops = [ranks[i] for i in drop_ids[:max_rows]]
     added, added_hidden = _split(verdict.cases_added, cases.cand, cases.base)
@@ -269,6 +261,25 @@ def _case_sections(verdict: Verdict, cases: _Cases, max_cases: int, max_rows: in
         "removed": removed[:max_rows], "removed_more": len(removed) - len(removed[:max_rows]),
         "removed_hidden": removed_hidden,
     }
+
+
+def _cost_rows(cost: Cost, rerun: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """One row per stage: the first run's calls, cache hits, tokens and USD, and the re-runs'."""
+    again = (rerun or {}).get("stages") or {}
+    rows = []
+    for stage in sorted({*cost.stages, *again}):
+        first = cost.stages[stage].to_dict() if stage in cost.stages else {}
+        rows.append({"stage": stage, "first": first, "rerun": again.get(stage) or {}})
+    return rows
+
+
+def _judging(candidate: RunResult) -> dict[str, Any]:
+    """What the judge-based numbers rest on: the three readings of the per-claim verdicts, and
+    how many cases were not judged because they already failed a rule."""
+    claims = claim_readings(c.checks["faithfulness"].details for c in candidate.cases if "faithfulness" in c.checks)
+    not_judged = sum(1 for c in candidate.cases
+                     if "judge" in c.checks and c.checks["judge"].reason.startswith("not judged: failed rules"))
+    return {"claims": claims, "not_judged": not_judged}
 
 
 def _attribution(verdict: Verdict) -> dict[str, Any]:
@@ -294,6 +305,8 @@ def _context(verdict: Verdict, baseline: RunResult | None, candidate: RunResult,
     icon, outcome = _outcome(verdict)
     runs = verdict.reran.get("runs") or {}
     n_runs = max(len(v) for v in runs.values()) if runs else 1 + (1 if verdict.reran.get("full") else 0)
+    # the re-runs' cost: in the candidate when this process ran them, else as the verdict recorded it
+    rerun = candidate.cost.rerun.to_dict() if candidate.cost.rerun is not None else verdict.reran.get("cost")
     return {
         "icon": icon, "outcome": outcome, "title": title if title is not None else cfg.title,
         "headline": _headline(verdict), "verdict": verdict, "golden": verdict.golden,
@@ -304,13 +317,16 @@ def _context(verdict: Verdict, baseline: RunResult | None, candidate: RunResult,
                                                                  len([i for i in cases.cand if i in cases.base])),
         "reasons": reasons[:max_reasons], "reasons_more": max(0, len(reasons) - max_reasons),
         "metrics": verdict.metrics, "by_slice": verdict.by_slice, "n_runs": n_runs,
-        "config_diff": verdict.config_diff, "noise": verdict.noise, "reran": verdict.reran,
+        "gated": _gated(verdict), "noise": verdict.noise, "reran": verdict.reran,
+        "config_diff": _config_changes(verdict, baseline, candidate),
         "runs": runs, "stats": verdict.stats,
         "ci_rows": [(m, ci) for m, ci in verdict.stats.get("bootstrap", {}).items()
                     if ci["delta"] != 0 or ci["low"] != ci["high"]],
         "cost": candidate.cost.to_dict(), "timings": dict(candidate.timings),
+        "rerun_cost": rerun, "cost_rows": _cost_rows(candidate.cost, rerun), **_judging(candidate),
         "budget_stopped": sum(1 for c in candidate.cases if "budget exceeded" in (c.error or "")),
         "answer_max": ANSWER_MAX_CHARS, "question_max": QUESTION_MAX_CHARS,
+        "field_max": FIELD_MAX_CHARS, "title_max": TITLE_MAX_CHARS,
         **_attribution(verdict),
         **_case_sections(verdict, cases, max_cases, max_rows),
         **_golden_changes(verdict, baseline, candidate, max_rows),
@@ -339,14 +355,17 @@ def render_markdown(verdict: Verdict, baseline: RunResult | None, candidate: Run
 
 
 def render_summary_line(verdict: Verdict, *, title: str = "RAG eval gate") -> str:
-    """One line (≤ 140 characters) for a commit status description or a log line, e.g.
-    ``RAG eval gate: blocked — mrr@5 0.63 < 0.85 (floor); +2 more reasons``."""
+    """One line (≤ 140 characters, printable) for a commit status description or a log line, e.g.
+    ``RAG eval gate: blocked — mrr@5 0.63 < 0.85 (floor); +2 more reasons``. The title is cut to
+    60 characters first, so the verdict is always in it."""
     _, outcome = _outcome(verdict)
+    if len(title) > SUMMARY_TITLE_MAX:       # a long title must not push the verdict out
+        title = title[: SUMMARY_TITLE_MAX - 1].rstrip() + "…"
     line = f"{title}: {outcome} — {_headline(verdict)}"
     others = len(verdict.blocking_reasons) - 1
     if others > 0:
         line += f"; +{others} more reason{'s' if others != 1 else ''}"
-    line = " ".join(line.split())
+    line = printable(" ".join(line.split()))
     if len(line) > SUMMARY_LINE_MAX:
         line = line[: SUMMARY_LINE_MAX - 1].rstrip() + "…"
     return line
@@ -366,11 +385,11 @@ def _table_value(value: float | None, name: str) -> str:
 
 def render_run_table(result: RunResult) -> str:
     """The table `rageval run` prints: retrieval metrics, then generation rates, then counts and
-    the failing cases."""
+    the failing cases (every untrusted text through :func:`printable`, each error cut)."""
     summary, golden = result.summary, result.golden
     metrics = summary.metrics
-    lines = [f"golden set {golden.name} v{golden.version} ({summary.n_cases} cases"
-             f"{', subset ' + golden.subset if golden.subset else ''}) · app {result.app.get('name', '?')}"]
+    lines = [printable(f"golden set {golden.name} v{golden.version} ({summary.n_cases} cases"
+                       f"{', subset ' + golden.subset if golden.subset else ''}) · app {result.app.get('name', '?')}")]
     for names in (list(result.metric_names), [n for n in RUN_TABLE_RATES if metrics.get(n) is not None]):
         for start in range(0, len(names), 8):
             row = names[start:start + 8]
@@ -379,15 +398,16 @@ def render_run_table(result: RunResult) -> str:
     lines.append(f"passed {summary.n_passed} · failed {summary.n_failed} · errors {summary.n_errors}")
     failing = [c for c in result.cases if c.passed is False or c.error]
     for case in failing[:20]:
-        why = case.error or "; ".join(case.failures)
-        lines.append(f"  {'ERROR' if case.error else 'FAIL '} {case.id}: {why}")
+        why = cut(case.error or "; ".join(case.failures), INLINE_MAX_CHARS)
+        lines.append(printable(f"  {'ERROR' if case.error else 'FAIL '} {case.id}: {why}"))
     if len(failing) > 20:
         lines.append(f"  …and {len(failing) - 20} more")
     leaks = (result.golden_checks or {}).get("leaks") or []
     if leaks:
         where = sorted({x["where"] for x in leaks})
-        lines.append(f"warning: {len(leaks)} golden question{'s' if len(leaks) != 1 else ''} found in "
-                     f"{', '.join(where[:3])}{' …' if len(where) > 3 else ''} (leak check; details: rageval validate)")
+        lines.append(printable(f"warning: {len(leaks)} golden question{'s' if len(leaks) != 1 else ''} found in "
+                               f"{', '.join(where[:3])}{' …' if len(where) > 3 else ''} (leak check; details: "
+                               "rageval validate)"))
     return "\n".join(lines)
 
 
@@ -398,13 +418,13 @@ def render_noise(result: RunResult) -> str:
         return (f"noise: 0 (deterministic pipeline: retrieval and generation make no model call, "
                 f"so {result.repeats} repeats would be identical; ran once)")
     shown = ", ".join(f"{k} σ={v:.3f}" for k, v in (noise.sigma if noise else {}).items() if v)
-    return (f"noise over {noise.runs_executed if noise else 1} runs: {shown or 'none measured'}; "
-            f"flaky cases: {', '.join(result.flaky) or 'none'}")
+    return printable(f"noise over {noise.runs_executed if noise else 1} runs: {shown or 'none measured'}; "
+                     f"flaky cases: {', '.join(result.flaky) or 'none'}")
 
 
 def render_terminal(verdict: Verdict, *, title: str = "RAG eval gate") -> str:
     """What `rageval gate` prints: the summary line, every reason, and under each blocking metric
-    the knobs the drop was attributed to."""
+    the knobs the drop was attributed to; each line through :func:`printable`."""
     found = ablation.from_dict(verdict.attribution) if verdict.attribution else None
     lines = [render_summary_line(verdict, title=title)]
     shown: set[str] = set()
@@ -417,4 +437,4 @@ def render_terminal(verdict: Verdict, *, title: str = "RAG eval gate") -> str:
             lines += [f"        ↳ {line}" for line in part.lines()]
     if found is not None:
         lines.append(f"  {ablation.footer(found)}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(printable(line) for line in lines) + "\n"

@@ -12,7 +12,6 @@ failure raises `rageval.errors.GithubError` (with ``.status``, ``.method`` and `
 
 from __future__ import annotations
 
-import email.utils
 import json
 import logging
 import time
@@ -24,6 +23,7 @@ from urllib.parse import urljoin, urlsplit
 import requests
 
 from rageval.errors import BaselineError, GithubError
+from rageval.parse import retry_after as parse_retry_after
 
 __all__ = [
     "API_VERSION",
@@ -359,7 +359,7 @@ class GitHubClient:
     ) -> tuple[float, datetime | None]:
         """Seconds to wait before retrying ``resp``, and when the limit resets (if known)."""
         now = self._clock()
-        retry_after = _parse_retry_after(resp.headers.get("Retry-After"), now)
+        retry_after = parse_retry_after(resp.headers.get("Retry-After"), now)
         if retry_after is not None:
             return retry_after, datetime.fromtimestamp(now + retry_after, timezone.utc)
         if rate_limited and resp.headers.get("x-ratelimit-remaining") == "0":
@@ -462,22 +462,6 @@ def _github_message(resp: requests.Response) -> str:
     if isinstance(data, dict) and isinstance(data.get("message"), str):
         return data["message"]
     return json.dumps(data)[:200]
-
-
-def _parse_retry_after(value: str | None, now: float) -> float | None:
-    """Retry-After is delta-seconds or an HTTP date (RFC 9110 §10.2.3)."""
-    if value is None:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return max(when.timestamp() - now, 0.0)
 
 
 def parse_time(value: Any) -> datetime | None:

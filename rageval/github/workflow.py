@@ -26,6 +26,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TextIO
 
+from rageval.errors import RagevalError
+from rageval.gate.report import printable
+
 #: what ``##[`` becomes in printed text: visible, and not ``##[`` under any string comparison
 #: (a zero-width character would not do: .NET's culture-sensitive IndexOf ignores it).
 NEUTRAL_PREFIX = "# #["
@@ -100,7 +103,7 @@ class Console:
 
     def log(self, message: str) -> None:
         """Plain log text, which may hold anything (answers, errors): never run as a command."""
-        text = neutralise(self.redact(message))
+        text = printable(neutralise(self.redact(message)), newlines=True)   # no escape sequences, no bidi tricks
         if not text.endswith("\n"):
             text += "\n"
         if could_be_command(text):
@@ -123,13 +126,17 @@ def write_output(path: str | os.PathLike[str], name: str, value: str) -> None:
         delimiter = f"ghadelimiter_{uuid.uuid4()}"
         if delimiter not in value and delimiter not in name:
             break
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
+    append_text(path, f"{name}<<{delimiter}\n{value}\n{delimiter}")
 
 
 def append_text(path: str | os.PathLike[str], text: str) -> None:
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(text if text.endswith("\n") else text + "\n")
+    """Append to a runner file ($GITHUB_OUTPUT, $GITHUB_STEP_SUMMARY); a full disk or a missing
+    folder is a RagevalError naming the file (exit 2), never a traceback."""
+    try:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(text if text.endswith("\n") else text + "\n")
+    except OSError as exc:
+        raise RagevalError(f"{path}: could not append to the runner's file ({exc.strerror or exc}).") from None
 
 
 class Progress:

@@ -8,11 +8,23 @@ Rules (DESIGN.md "Judge", seed article section 5):
 * numbers and units must match the sources exactly ("5 ngày" is not "5 ngày làm việc"); a claim the
   sources do not contain is wrong even when it sounds plausible; declining to answer is correct
   only when the sources do not answer the question;
+* with claims (``judge_messages(..., context=…)``, used when ``judge.faithfulness`` is on) the same
+  call also gets the retrieved context and returns the answer's claims, each marked supported /
+  unsupported / contradicted by the context and by the expected sections — so generation plus
+  one judge call is the whole model cost of a case (``rageval.metrics.faithfulness`` scores them);
 * pairwise comparisons are asked in both orders (the answers swap positions) and count only when
   the two verdicts agree — judges favour a position (Zheng et al. 2023: GPT-4 kept its verdict
   after a swap in 65 % of cases);
-* malformed judge output is retried once with the cache bypassed, then reported as an ``error``
-  check — never a silent pass; a failed model call is an ``error`` too.
+* replies are read in the shapes real endpoints give (``rageval.metrics.replies``: prose around
+  the JSON, a fence, single quotes, Vietnamese verdict words); a reply that still cannot be read
+  is asked again once with the cache bypassed, then reported as an ``error`` check showing the
+  reply's first 200 characters — never a silent pass. A **refusal** (``content: null`` and a
+  ``refusal`` text) is its own state, ``refused``: an ``error`` check, never a pass, not retried.
+  A failed model call is an ``error`` too.
+
+Evaluator identity: the judge prompts carry :data:`JUDGE_PROMPT_VERSION`, recorded with the
+judge's temperature in the RunResult's ``config.judge``; :func:`judge_signature` reads a
+RunResult's ``config`` into what must be equal for two runs' judge-based metrics to compare.
 
 Prompt builders and parsers are pure functions. The call functions take the model client as an
 argument (``rageval.pipeline.llm.LLMClient`` or anything with its ``chat`` signature) and do no other I/O.
@@ -21,26 +33,34 @@ argument (``rageval.pipeline.llm.LLMClient`` or anything with its ``chat`` signa
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
-import yaml
-
-from rageval.errors import DatasetError, MalformedOutput, ModelError
+from rageval.errors import MalformedOutput, ModelError
 from rageval.metrics.base import CheckResult
+from rageval.metrics.replies import SNIPPET_CHARS, first_json_object, snippet, verdict_word
+from rageval.models import model_key
 
 STAGE_JUDGE = "judge"
+#: Bump whenever a judge-family prompt (judge, judge with claims, pairwise, claim extraction,
+#: claim verification) changes: runs judged by different prompt versions are not compared.
+JUDGE_PROMPT_VERSION = "2"
+JUDGE_TEMPERATURE = 0.0
+#: What the RunResult's ``config.judge`` records beside the judge settings (``Config.to_dict``).
+JUDGE_PARAMETERS = {"prompt_version": JUDGE_PROMPT_VERSION, "temperature": JUDGE_TEMPERATURE}
 VERDICTS = ("pass", "fail")
 PAIR_CHOICES = ("A", "B", "tie")
 NO_SOURCES = "(none: the documents do not cover this question)"
+NO_CONTEXT = "(nothing was retrieved)"
 MALFORMED_TWICE = "{what} returned malformed output twice: {problem}"
-SNIPPET_CHARS = 200
+REFUSED = "judge refused: {text}"
+REFUSED_STATE = "refused"
 
-JUDGE_SYSTEM = """\
+_RULES = """\
 You grade one answer of a retrieval-augmented assistant against a reference. You get the user's \
 question, the expected answer written by a person, the source sections the expected answer comes \
-from, and the answer to grade.
+from, {context}and the answer to grade.
 
 Rules:
 1. The source sections are the truth. A claim in the answer that the sources do not state is a \
@@ -52,11 +72,30 @@ a condition such as "members only" that the answer leaves out makes the claim wr
 answer the question; when they do, declining fails and the expected facts are missing.
 4. The answer passes only if it has no wrong claim and contains the facts of the expected answer \
 that the question asks for. Wording, language and length do not matter.
+"""
+_VERDICT_FORMAT = """\
+{"verdict": "pass" or "fail", "wrong_claims": [short strings quoting each wrong claim and what \
+the sources say instead], "missing": [short strings naming each expected fact the answer leaves out]"""
+
+JUDGE_SYSTEM = _RULES.format(context="") + f"""
+Reply with one JSON object and nothing else:
+{_VERDICT_FORMAT}}}
+A "pass" has an empty "wrong_claims" list. Do not give a score."""
+
+JUDGE_CLAIMS_SYSTEM = _RULES.format(context="the context the assistant retrieved, ") + f"""
+Also split the answer into claims: short, self-contained statements of fact it makes, each \
+checkable on its own, keeping numbers, units and conditions exactly as written, in the answer's \
+language. Greetings, questions back to the user, offers of help and statements that the \
+documents do not cover the question are not claims. For every claim and every source asked for, \
+decide "supported" (the source states it or it follows directly from it), "contradicted" (the \
+source states something incompatible: another number, unit or condition) or "unsupported" (the \
+source does not say).
 
 Reply with one JSON object and nothing else:
-{"verdict": "pass" or "fail", "wrong_claims": [short strings quoting each wrong claim and what \
-the sources say instead], "missing": [short strings naming each expected fact the answer leaves out]}
-A "pass" has an empty "wrong_claims" list. Do not give a score."""
+{_VERDICT_FORMAT}, "claims": [{{"claim": "...", <one key per source asked for>: "supported" | \
+"unsupported" | "contradicted"}}]}}
+A "pass" has an empty "wrong_claims" list; an answer with nothing checkable has "claims": []. \
+Do not give a score."""
 
 PAIR_SYSTEM = """\
 You compare two answers of a retrieval-augmented assistant to the same question, against a \
@@ -71,11 +110,31 @@ order in which the answers are shown do not matter. If they are equally correct,
 Reply with one JSON object and nothing else:
 {"better": "A" or "B" or "tie", "reason": "one short sentence"}"""
 
+#: the claim keys of the judge-with-claims reply: key -> (the tag it refers to, what it is)
+CLAIM_SOURCES = {"in_context": ("context", "the retrieved context (what the assistant was given)"),
+                 "in_expected": ("sources", "the expected source sections (the reference)")}
+
 
 # --- prompts --------------------------------------------------------------------------------
 
 def tag_block(tag: str, text: str) -> str:
     return f"<{tag}>\n{text.strip()}\n</{tag}>"
+
+
+def nonblank(texts: Sequence[str]) -> list[str]:
+    return [t for t in texts if isinstance(t, str) and t.strip()]
+
+
+def numbered_context(context: Sequence[str]) -> str:
+    """The retrieved chunk texts, numbered in rank order."""
+    return "\n\n".join(f"[{i}] {t.strip()}" for i, t in enumerate(nonblank(context), 1))
+
+
+def claim_keys(context: Sequence[str], expected_text: str) -> list[str]:
+    """The sources a claim can be checked against: ``in_context`` when something was retrieved,
+    ``in_expected`` when the case has expected sections."""
+    return [key for key, present in (("in_context", bool(nonblank(context))),
+                                     ("in_expected", bool(expected_text and expected_text.strip()))) if present]
 
 
 def _reference(question: str, expected_answer: str, expected_sections_text: str) -> list[str]:
@@ -84,12 +143,24 @@ def _reference(question: str, expected_answer: str, expected_sections_text: str)
             tag_block("sources", expected_sections_text if expected_sections_text.strip() else NO_SOURCES)]
 
 
-def judge_messages(question: str, expected_answer: str, expected_sections_text: str, answer: str) -> list[dict[str, str]]:
+def judge_messages(question: str, expected_answer: str, expected_sections_text: str, answer: str,
+                   context: Sequence[str] | None = None) -> list[dict[str, str]]:
     """The judge request: rules in the system message; question, expected answer, the expected
-    sections' text and the answer, each in its own tagged block, in the user message."""
-    user = "\n\n".join(_reference(question, expected_answer, expected_sections_text)
-                       + [tag_block("answer", answer), "Grade the answer. Reply with the JSON object only."])
-    return [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": user}]
+    sections' text and the answer, each in its own tagged block, in the user message. With
+    ``context`` (the retrieved chunk texts) the judge also lists the answer's claims and their
+    support in the context and in the expected sections (:data:`JUDGE_CLAIMS_SYSTEM`)."""
+    parts = _reference(question, expected_answer, expected_sections_text)
+    if context is None:
+        user = "\n\n".join(parts + [tag_block("answer", answer), "Grade the answer. Reply with the JSON object only."])
+        return [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": user}]
+    keys = claim_keys(context, expected_sections_text)
+    asked = "; ".join(f'"{k}" for <{CLAIM_SOURCES[k][0]}>, {CLAIM_SOURCES[k][1]}' for k in keys)
+    ask = (f"For each claim give {asked}." if keys else 'There is no source to check claims against: give each '
+           'claim with no other key.')
+    user = "\n\n".join(parts + [tag_block("context", numbered_context(context) or NO_CONTEXT),
+                                tag_block("answer", answer),
+                                f"Grade the answer and list its claims. {ask} Reply with the JSON object only."])
+    return [{"role": "system", "content": JUDGE_CLAIMS_SYSTEM}, {"role": "user", "content": user}]
 
 
 def pair_messages(question: str, expected_answer: str, expected_sections_text: str,
@@ -103,29 +174,9 @@ def pair_messages(question: str, expected_answer: str, expected_sections_text: s
 
 # --- parsers --------------------------------------------------------------------------------
 
-_FENCE = re.compile(r"^```[a-zA-Z]*\s*\n?(.*?)\n?```$", re.DOTALL)
-
-
 def parse_json_object(text: str) -> dict[str, Any]:
-    """The JSON object in a model reply, tolerating one surrounding ```json fence. ValueError otherwise."""
-    if not isinstance(text, str):
-        raise ValueError(f"expected text, got {type(text).__name__}")
-    body = text.strip()
-    fenced = _FENCE.match(body)
-    if fenced:
-        body = fenced.group(1).strip()
-    try:
-        data = json.loads(body)
-    except ValueError:
-        raise ValueError(f"not JSON: {_snippet(text)!r}") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"expected a JSON object, got {type(data).__name__}: {_snippet(text)!r}")
-    return data
-
-
-def _snippet(text: str) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= SNIPPET_CHARS else text[:SNIPPET_CHARS] + "…"
+    """The first JSON object in a model reply (``rageval.metrics.replies.first_json_object``)."""
+    return first_json_object(text)
 
 
 def _string_list(data: Mapping[str, Any], key: str) -> list[str]:
@@ -137,18 +188,13 @@ def _string_list(data: Mapping[str, Any], key: str) -> list[str]:
     return [v.strip() for v in value if v.strip()]
 
 
-def parse_verdict(text: str) -> dict[str, Any]:
-    """``{"verdict": "pass"|"fail", "wrong_claims": [str], "missing": [str]}`` from a judge reply.
-
-    Raises ValueError when the reply is not a JSON object, the verdict is not pass/fail, the lists
-    are not lists of strings, or a "pass" lists wrong claims (a contradiction, never read as pass).
-    Missing list keys count as empty lists.
-    """
-    data = parse_json_object(text)
-    verdict = data.get("verdict")
-    if not isinstance(verdict, str) or verdict.strip().lower() not in VERDICTS:
-        raise ValueError(f"'verdict' must be \"pass\" or \"fail\", got {json.dumps(verdict, ensure_ascii=False)}")
-    verdict = verdict.strip().lower()
+def read_verdict(data: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"verdict", "wrong_claims", "missing"}`` of a judge reply's object (see :func:`parse_verdict`)."""
+    raw = data.get("verdict")
+    verdict = verdict_word(raw)
+    if verdict is None:
+        raise ValueError("'verdict' must be \"pass\" or \"fail\" (also read: đạt / không đạt, correct / incorrect), "
+                         f"got {json.dumps(raw, ensure_ascii=False)}")
     wrong = _string_list(data, "wrong_claims")
     missing = _string_list(data, "missing")
     if verdict == "pass" and wrong:
@@ -156,9 +202,19 @@ def parse_verdict(text: str) -> dict[str, Any]:
     return {"verdict": verdict, "wrong_claims": wrong, "missing": missing}
 
 
+def parse_verdict(text: str) -> dict[str, Any]:
+    """``{"verdict": "pass"|"fail", "wrong_claims": [str], "missing": [str]}`` from a judge reply.
+
+    Raises ValueError when the reply holds no JSON object, the verdict is not a verdict word
+    (``rageval.metrics.replies.VERDICT_WORDS``), the lists are not lists of strings, or a "pass"
+    lists wrong claims (a contradiction, never read as pass). Missing list keys count as empty.
+    """
+    return read_verdict(first_json_object(text))
+
+
 def parse_pair(text: str) -> str:
     """"A", "B" or "tie" from a pairwise reply (key ``better``); ValueError otherwise."""
-    data = parse_json_object(text)
+    data = first_json_object(text)
     better = data.get("better")
     if isinstance(better, str):
         for choice in PAIR_CHOICES:
@@ -172,35 +228,47 @@ def parse_pair(text: str) -> str:
 T = TypeVar("T")
 
 
+@dataclass(frozen=True)
+class Reply(Generic[T]):
+    """A parsed reply (``value``), the model the endpoint says answered, or its refusal text."""
+
+    value: T | None
+    model: str
+    refusal: str | None = None
+
+
 def call_json(client: Any, messages: list[dict[str, str]], parse: Callable[[str], T], *, model: str, stage: str,
-              case_id: str | None, fresh: bool = False, what: str = "the judge") -> tuple[T, str]:
-    """One JSON-mode chat call at temperature 0, parsed by ``parse``. Malformed output (``parse``
-    raises ValueError) is asked again once with the cache bypassed; a second malformed reply raises
-    :class:`MalformedOutput`. Returns (parsed value, model name reported by the endpoint).
+              case_id: str | None, fresh: bool = False, what: str = "the judge") -> Reply[T]:
+    """One JSON-mode chat call at temperature 0, parsed by ``parse``. An unreadable reply
+    (``parse`` raises ValueError) is asked again once with the cache bypassed; a second one raises
+    :class:`MalformedOutput`. A refusal returns ``Reply(None, model, refusal)`` at once.
     ``fresh`` bypasses the response cache for the first attempt too. ModelError propagates."""
     problem = ""
     for attempt in range(2):
-        result = client.chat(messages, model=model, temperature=0.0, response_format={"type": "json_object"},
-                             stage=stage, case_id=case_id, use_cache=not fresh and attempt == 0)
+        result = client.chat(messages, model=model, temperature=JUDGE_TEMPERATURE,
+                             response_format={"type": "json_object"}, stage=stage, case_id=case_id,
+                             use_cache=not fresh and attempt == 0)
+        refusal = getattr(result, "refusal", None)
+        if refusal is not None:
+            return Reply(None, result.model or model, refusal)
         try:
-            return parse(result.text), result.model
+            return Reply(parse(result.text), result.model or model)
         except ValueError as exc:
             problem = str(exc)
     raise MalformedOutput(MALFORMED_TWICE.format(what=what, problem=problem))
 
 
-def judge_case(client: Any, model: str, question: str, expected_answer: str, expected_text: str, answer: str, *,
-               case_id: str | None, fresh: bool = False) -> CheckResult:
-    """The judge's verdict on one answer as a check: pass / fail (score 1 / 0, reason naming the
-    wrong claims and missing facts) or error (model call failed, or malformed output twice).
-    Details: ``wrong_claims``, ``missing``, ``model``."""
-    messages = judge_messages(question, expected_answer, expected_text, answer)
-    try:
-        verdict, served_by = call_json(client, messages, parse_verdict, model=model, stage=STAGE_JUDGE,
-                                       case_id=case_id, fresh=fresh)
-    except (MalformedOutput, ModelError) as exc:
-        return CheckResult.error(str(exc), wrong_claims=[], missing=[], model=model)
-    details = {"wrong_claims": verdict["wrong_claims"], "missing": verdict["missing"], "model": served_by or model}
+def refused_check(refusal: str, details: Mapping[str, Any]) -> CheckResult:
+    """The check of a model that refused: an error in the ``refused`` state, never a pass."""
+    return CheckResult.error(REFUSED.format(text=snippet(refusal) or "(no reason given)"),
+                             **{**details, "state": REFUSED_STATE})
+
+
+def verdict_check(verdict: Mapping[str, Any], model: str, served_by: str) -> CheckResult:
+    """A parsed verdict as the ``judge`` check: pass / fail (score 1 / 0), the reason naming the
+    wrong claims and missing facts; details ``wrong_claims``, ``missing``, ``model``."""
+    details = {"wrong_claims": list(verdict["wrong_claims"]), "missing": list(verdict["missing"]),
+               "model": served_by or model}
     if verdict["verdict"] == "pass":
         return CheckResult.ok(f"judge ({model}): correct", 1.0, **details)
     parts = []
@@ -212,6 +280,21 @@ def judge_case(client: Any, model: str, question: str, expected_answer: str, exp
                             0.0, **details)
 
 
+def judge_case(client: Any, model: str, question: str, expected_answer: str, expected_text: str, answer: str, *,
+               case_id: str | None, fresh: bool = False) -> CheckResult:
+    """The judge's verdict on one answer as a check (:func:`verdict_check`), or an error: the
+    model call failed, the reply was unreadable twice, or the judge refused (state ``refused``)."""
+    messages = judge_messages(question, expected_answer, expected_text, answer)
+    try:
+        reply = call_json(client, messages, parse_verdict, model=model, stage=STAGE_JUDGE, case_id=case_id,
+                          fresh=fresh)
+    except (MalformedOutput, ModelError) as exc:
+        return CheckResult.error(str(exc), wrong_claims=[], missing=[], model=model)
+    if reply.refusal is not None:
+        return refused_check(reply.refusal, {"wrong_claims": [], "missing": [], "model": model})
+    return verdict_check(reply.value, model, reply.model)
+
+
 def judge_pair(client: Any, model: str, question: str, expected_answer: str, expected_text: str,
                answer_a: str, answer_b: str, *, case_id: str | None, fresh: bool = False) -> dict[str, Any]:
     """Which of two answers is better, asked in both orders.
@@ -219,24 +302,48 @@ def judge_pair(client: Any, model: str, question: str, expected_answer: str, exp
     The first request shows ``answer_a`` as A and ``answer_b`` as B; the second swaps them. Each
     verdict is mapped back to "a" | "b" | "tie". Returns ``{"winner", "agreed", "first", "second",
     "error"}``: ``winner`` is the shared verdict when both orders agree, else None (a position-biased
-    or undecided judge does not count). ``error`` names a failed call or malformed output (then
-    the missing verdict is None and the pair does not count).
+    or undecided judge does not count). ``error`` names a failed call, malformed output or a
+    refusal (then the missing verdict is None and the pair does not count).
     """
-    first = second = None
+    verdicts: list[str | None] = [None, None]
     error = None
+    orders = ((answer_a, answer_b, {"A": "a", "B": "b", "tie": "tie"}),
+              (answer_b, answer_a, {"A": "b", "B": "a", "tie": "tie"}))
     try:
-        raw_first, _ = call_json(client, pair_messages(question, expected_answer, expected_text, answer_a, answer_b),
-                                 parse_pair, model=model, stage=STAGE_JUDGE, case_id=case_id, fresh=fresh,
-                                 what="the pairwise judge")
-        first = {"A": "a", "B": "b", "tie": "tie"}[raw_first]
-        raw_second, _ = call_json(client, pair_messages(question, expected_answer, expected_text, answer_b, answer_a),
-                                  parse_pair, model=model, stage=STAGE_JUDGE, case_id=case_id, fresh=fresh,
-                                  what="the pairwise judge")
-        second = {"A": "b", "B": "a", "tie": "tie"}[raw_second]
+        for i, (first, second, back) in enumerate(orders):
+            reply = call_json(client, pair_messages(question, expected_answer, expected_text, first, second),
+                              parse_pair, model=model, stage=STAGE_JUDGE, case_id=case_id, fresh=fresh,
+                              what="the pairwise judge")
+            if reply.refusal is not None:
+                error = REFUSED.format(text=snippet(reply.refusal))
+                break
+            verdicts[i] = back[reply.value]
     except (MalformedOutput, ModelError) as exc:
         error = str(exc)
+    first, second = verdicts
     agreed = first is not None and first == second
     return {"winner": first if agreed else None, "agreed": agreed, "first": first, "second": second, "error": error}
+
+
+# --- evaluator identity ---------------------------------------------------------------------
+
+def judge_signature(config: Any) -> dict[str, Any] | None:
+    """What must be equal for two runs' judge-based metrics (``judge_pass``, ``faithfulness``,
+    ``groundedness``) to be compared, read from a RunResult's ``config``: the judge model
+    (``rageval.models.model_key``), the prompt version, the temperature, whether faithfulness is scored and
+    by which calls, and whether cases failing the rules are judged (``always``). None when no
+    judge ran. A key the config lacks (a RunResult from before prompt versions) reads as that
+    version's behaviour: prompt version None, temperature 0, separate faithfulness calls, every
+    case judged — so such a run never matches a current one."""
+    judge = config.get("judge") if isinstance(config, Mapping) else None
+    model = judge.get("model") if isinstance(judge, Mapping) else None
+    if not isinstance(model, str) or not model.strip():
+        return None
+    faithfulness = judge.get("faithfulness") is True
+    return {"model": model_key(model), "prompt_version": judge.get("prompt_version"),
+            "temperature": judge.get("temperature", JUDGE_TEMPERATURE), "faithfulness": faithfulness,
+            "faithfulness_calls": judge.get("faithfulness_calls", "separate") if faithfulness else None,
+            "always": judge.get("always", True)}
 
 
 # --- agreement with people ------------------------------------------------------------------
@@ -290,80 +397,3 @@ def judge_agreement(labels: Mapping[str, bool], verdicts: Mapping[str, bool]) ->
         "missing_verdicts": sorted(set(labels) - set(verdicts)),
         "missing_labels": sorted(set(verdicts) - set(labels)),
     }
-
-
-LABEL_VALUES = {"pass": True, "fail": False}
-BAD_LABEL = ("{where}: label {got} for case {case!r} must be \"pass\" or \"fail\" "
-             "(or true/false). Fix that entry in the labels file.")
-
-
-def label_value(value: Any, case: str, where: str) -> bool:
-    """"pass"/"fail" (any case) or a boolean → bool; DatasetError naming ``where`` otherwise."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in LABEL_VALUES:
-        return LABEL_VALUES[value.strip().lower()]
-    raise DatasetError(BAD_LABEL.format(where=where, got=json.dumps(value, ensure_ascii=False), case=case))
-
-
-def parse_labels(text: str, name: str, *, jsonl: bool) -> dict[str, bool]:
-    """Human labels from a file's text (``name`` is used in messages; no I/O here).
-
-    JSONL: one ``{"id": …, "label": "pass"|"fail"}`` per line (blank lines ignored).
-    Otherwise YAML or JSON: a mapping ``{case id: pass|fail}``. Errors name the file and line.
-    """
-    if jsonl:
-        return _labels_jsonl(text, name)
-    try:
-        node = yaml.compose(text)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark else ""
-        raise DatasetError(f"{name}{line}: not valid YAML/JSON ({getattr(exc, 'problem', exc)}). "
-                           "Write the labels as a mapping `case-id: pass` or as JSONL.") from None
-    if not isinstance(data, dict) or not data:
-        raise DatasetError(f"{name}: expected a mapping of case id to pass/fail, e.g. `q01: pass`, "
-                           f"got {type(data).__name__ if data is not None else 'an empty file'}.")
-    lines: dict[str, int] = {}
-    if isinstance(node, yaml.MappingNode):
-        for key_node, _ in node.value:
-            case, line = str(key_node.value), key_node.start_mark.line + 1
-            if case in lines:
-                raise DatasetError(f"{name}:{line}: case {case!r} is labelled again (first on line {lines[case]}). "
-                                   "Keep one label per case.")
-            lines[case] = line
-    out: dict[str, bool] = {}
-    for key, value in data.items():
-        case = str(key)
-        where = f"{name}:{lines[case]}" if case in lines else name
-        out[case] = label_value(value, case, where)
-    return out
-
-
-def _labels_jsonl(text: str, name: str) -> dict[str, bool]:
-    out: dict[str, bool] = {}
-    seen: dict[str, int] = {}
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{name}:{lineno}"
-        try:
-            item = json.loads(line)
-        except ValueError:
-            raise DatasetError(f"{where}: not a JSON object. Each line must look like "
-                               "{\"id\": \"q01\", \"label\": \"pass\"}.") from None
-        if not isinstance(item, dict) or not isinstance(item.get("id"), (str, int)) or isinstance(item.get("id"), bool):
-            raise DatasetError(f"{where}: each line needs an \"id\" (the golden case id) and a \"label\", "
-                               "e.g. {\"id\": \"q01\", \"label\": \"pass\"}.")
-        case = str(item["id"])
-        if case in seen:
-            raise DatasetError(f"{where}: case {case!r} is labelled again (first on line {seen[case]}). "
-                               "Keep one label per case.")
-        if "label" not in item:
-            raise DatasetError(f"{where}: case {case!r} has no \"label\"; add \"label\": \"pass\" or \"fail\".")
-        seen[case] = lineno
-        out[case] = label_value(item["label"], case, where)
-    if not out:
-        raise DatasetError(f"{name}: no labels found. Add one line per case: {{\"id\": \"q01\", \"label\": \"pass\"}}.")
-    return out

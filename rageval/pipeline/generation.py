@@ -4,7 +4,8 @@
   question's words (IDF-weighted, diacritic-folded), in the order they appear; declines with
   ``DECLINE`` when no sentence covers enough of the question.
 - ``openai``: a chat completion through ``rageval.pipeline.llm`` with the user's jinja2 prompt template,
-  rendered with ``question`` and ``chunks`` (each with ``chunk_id``, ``sections``, ``text``).
+  rendered with ``question`` and ``chunks`` (each with ``chunk_id``, ``sections``, ``text``). A
+  model's refusal (``content: null``) becomes the answer as its refusal text.
 """
 
 from __future__ import annotations
@@ -152,5 +153,8 @@ class ChatGenerator:
                                       use_cache=not fresh)
         except ModelError as exc:
             return Generated(None, error=f"generation: {exc}")
-        return Generated(result.text, {"prompt_tokens": result.prompt_tokens,
-                                       "completion_tokens": result.completion_tokens}, cached=result.cached)
+        # a refusal (content null) is what the customer would read: it is the answer, and the
+        # checks grade it (a refusal where the documents answer fails the refusal rule)
+        answer = result.text if getattr(result, "refusal", None) is None else result.refusal
+        return Generated(answer, {"prompt_tokens": result.prompt_tokens,
+                                  "completion_tokens": result.completion_tokens}, cached=result.cached)

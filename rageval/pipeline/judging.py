@@ -3,8 +3,12 @@
 * :class:`CaseJudge` is what the runner asks for a case's model-backed checks; the default one
   reports the judge skipped. :class:`ModelJudge` is the runner's judge when ``judge.model`` is
   set: per case it runs the judge verdict and, with ``judge.faithfulness``, the claim check, over
-  the context the generator actually saw. Set ``fresh = True`` on it for the gate's re-run: every
-  call then bypasses the response cache.
+  the context the generator actually saw — by default in the judge's one call
+  (``judge.faithfulness_calls: judge``), or in two calls of its own (``separate``). Rules come
+  first: a case that already fails a deterministic rule (numbers, must_include, must_not_include,
+  refusal) is not sent to the judge or to faithfulness — both read "not judged: failed rules" —
+  unless ``judge.always`` is true. Set ``fresh = True`` on it for the gate's re-run: every call
+  then bypasses the response cache.
 * :func:`load_labels` reads people's pass/fail labels (for ``rageval judge-agreement``).
 * :func:`judge_gate_allowed` refuses to gate on the judge when ``judge.min_agreement`` is set and
   the measured agreement (``judge.agreement_file``) is missing or below it.
@@ -15,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +27,13 @@ from rageval.config import JudgeConfig
 from rageval.errors import DatasetError
 from rageval.golden.set import Case
 from rageval.metrics.base import CheckResult
-from rageval.metrics.faithfulness import check_faithfulness
-from rageval.metrics.judge import judge_case, parse_labels
+from rageval.metrics.faithfulness import check_faithfulness, judge_with_claims
+from rageval.metrics.judge import judge_case
+from rageval.metrics.labels import parse_labels
 from rageval.pipeline.apps import Trace
 
 NO_MODEL = "no model configured (judge.model)"
+NOT_JUDGED = "not judged: failed rules ({rules}); judge.always: true judges these too"
 NO_AGREEMENT_FILE = ("judge.min_agreement is {floor:g} but judge.agreement_file is not set, so the judge's agreement "
                      "with people is unknown. Label a sample, run `rageval judge-agreement --out agreement.json` and "
                      "set judge.agreement_file: agreement.json.")
@@ -41,9 +48,11 @@ AGREEMENT_OK = "the judge agrees with people on {agreement:.0%} of {n} labelled 
 
 
 class CaseJudge:
-    """Model-backed checks of one case (judge, faithfulness). The default reports them skipped."""
+    """Model-backed checks of one case (judge, faithfulness). The default reports them skipped.
+    ``failed_rules``: the deterministic checks the case already fails."""
 
-    def check(self, case: Case, trace: Trace, expected_text: str) -> dict[str, CheckResult]:
+    def check(self, case: Case, trace: Trace, expected_text: str,
+              failed_rules: Sequence[str] = ()) -> dict[str, CheckResult]:
         return {"judge": CheckResult.skipped(NO_MODEL)}
 
 
@@ -57,18 +66,22 @@ class ModelJudge(CaseJudge):
         self.cfg = cfg
         self.fresh = fresh
 
-    def check(self, case: Case, trace: Trace, expected_text: str) -> dict[str, CheckResult]:
-        model = self.cfg.model
-        if not model:
-            out = {"judge": CheckResult.skipped(NO_MODEL)}
-            if self.cfg.faithfulness:
-                out["faithfulness"] = CheckResult.skipped(NO_MODEL)
-            return out
+    def check(self, case: Case, trace: Trace, expected_text: str,
+              failed_rules: Sequence[str] = ()) -> dict[str, CheckResult]:
+        model, cfg = self.cfg.model, self.cfg
+        names = ("judge", "faithfulness") if cfg.faithfulness else ("judge",)
+        if not model or (failed_rules and not cfg.always):
+            reason = NOT_JUDGED.format(rules=", ".join(failed_rules)) if model else NO_MODEL
+            return {name: CheckResult.skipped(reason) for name in names}
         answer = trace.answer or ""
+        context = [r.text for r in trace.context]
+        if cfg.faithfulness and cfg.faithfulness_calls == "judge":
+            judge, faithfulness = judge_with_claims(self.client, model, case.question, case.expected_answer,
+                                                    expected_text, answer, context, case_id=case.id, fresh=self.fresh)
+            return {"judge": judge, "faithfulness": faithfulness}
         out = {"judge": judge_case(self.client, model, case.question, case.expected_answer, expected_text, answer,
                                    case_id=case.id, fresh=self.fresh)}
-        if self.cfg.faithfulness:
-            context = [r.text for r in trace.context]
+        if cfg.faithfulness:
             out["faithfulness"] = check_faithfulness(self.client, model, case.question, answer, context,
                                                      expected_text, case_id=case.id, fresh=self.fresh)
         return out

@@ -10,8 +10,13 @@
   request parameter (messages, temperature, seed, max_tokens, response_format); embeddings are
   cached per text (model + text). The API key is never part of a key or a cache file;
 * a **concurrency bound** (``llm.concurrency`` requests in flight, whatever the callers' pools);
-* **accounting** of calls per stage and per case, tokens, cache hits and USD from ``llm.prices``,
-  and a **budget cap** (``llm.max_cost_usd``) checked before every network call.
+* **accounting** of calls, cache hits, tokens and USD (from ``llm.prices``) per stage and per
+  case (``ledger()``, a ``rageval.cost.Usage``), and a **budget cap** (``llm.max_cost_usd``)
+  checked before every network call, once the call holds its concurrency slot: when spending
+  reaches the cap no new call starts, and the calls already in flight — at most
+  ``llm.concurrency`` — finish and are counted. A model without a price in ``llm.prices`` while
+  a cap is set is refused (``ConfigError``) before any call, since its calls would cost "$0" and
+  never reach the cap; ``rageval validate`` reports the same from the config.
 
 The endpoint host is in the cache key (but not its port): the same model name served by two
 providers is two models, while a local server restarted on another port is the same one.
@@ -23,7 +28,6 @@ Authorization header, is not attached), a cache file, ``usage()`` or ``describe(
 
 from __future__ import annotations
 
-import copy
 import os
 import random
 import threading
@@ -37,6 +41,7 @@ from urllib.parse import urlsplit, urlunsplit
 import openai
 
 from rageval.config import LLMConfig
+from rageval.cost import StageCost, Usage
 from rageval.errors import (
     BudgetExceeded,
     ConfigError,
@@ -68,6 +73,9 @@ MISSING_KEY = (
 BAD_BASE_URL = "llm.base_url: {url!r} is not an http(s) URL. Use e.g. https://api.openai.com/v1 or http://localhost:11434/v1."
 BUDGET_EXCEEDED = "budget exceeded: spent ${spent} of llm.max_cost_usd ${cap}"
 BUDGET_TIP = "Raise llm.max_cost_usd, run a smaller golden subset, or keep the response cache (.rageval-cache) between runs."
+UNPRICED = ("llm.max_cost_usd is set, but model '{model}' has no price in llm.prices, so its calls would count as $0 "
+            "and the cap could never stop them. Add `llm: {{prices: {{{model}: {{prompt: …, completion: …}}}}}}` "
+            "(USD per 1M tokens), or remove llm.max_cost_usd.")
 CALL_FAILED = "{what} failed after {attempts} attempt{s}{case}: {reason}"
 
 
@@ -78,6 +86,7 @@ class ChatResult:
     completion_tokens: int
     cached: bool
     model: str
+    refusal: str | None = None       # the model declined: its reason (``content`` was null)
 
 
 @dataclass(frozen=True)
@@ -124,11 +133,8 @@ class LLMClient:
         self._rng_lock = threading.Lock()
         self._sem = threading.BoundedSemaphore(cfg.concurrency)
         self._lock = threading.Lock()
-        self._calls: dict[str, int] = {}
-        self._by_case: dict[str, dict[str, int]] = {}
-        self._cache_hits = 0
-        self._prompt_tokens = 0
-        self._completion_tokens = 0
+        self._stages: dict[str, StageCost] = {}
+        self._cases: dict[str, dict[str, StageCost]] = {}
         self._usd = 0.0
         self._retries = 0
         self._errors = 0
@@ -151,17 +157,24 @@ class LLMClient:
             "max_cost_usd": self._cfg.max_cost_usd,
         }
 
+    def ledger(self) -> Usage:
+        """A snapshot of the counts per stage and per case and stage (``Usage.since`` diffs two)."""
+        with self._lock:
+            return Usage(dict(self._stages), {case: dict(stages) for case, stages in self._cases.items()})
+
     def usage(self) -> dict[str, Any]:
         """Network calls per stage (cache hits are not calls), tokens, USD, calls per case."""
         with self._lock:
+            stages = list(self._stages.values())
             return {
-                "calls": dict(self._calls),
-                "calls_total": sum(self._calls.values()),
-                "cache_hits": self._cache_hits,
-                "prompt_tokens": self._prompt_tokens,
-                "completion_tokens": self._completion_tokens,
+                "calls": {s: c.calls for s, c in self._stages.items() if c.calls},
+                "calls_total": sum(c.calls for c in stages),
+                "cache_hits": sum(c.cache_hits for c in stages),
+                "prompt_tokens": sum(c.prompt_tokens for c in stages),
+                "completion_tokens": sum(c.completion_tokens for c in stages),
                 "usd": round(self._usd, 10),
-                "by_case": copy.deepcopy(self._by_case),
+                "by_case": {case: {s: c.calls for s, c in per.items() if c.calls}
+                            for case, per in self._cases.items() if any(c.calls for c in per.values())},
                 "retries": self._retries,
                 "errors": self._errors,
                 "unpriced_models": sorted(self._unpriced),
@@ -190,10 +203,10 @@ class LLMClient:
         if use_cache:
             hit = self._cache.read(key, "chat")
             if hit is not None:
-                with self._lock:
-                    self._cache_hits += 1
+                self._count(stage, case_id, StageCost(cache_hits=1))
                 return ChatResult(text=hit["text"], prompt_tokens=hit["prompt_tokens"],
-                                  completion_tokens=hit["completion_tokens"], cached=True, model=hit["model"])
+                                  completion_tokens=hit["completion_tokens"], cached=True, model=hit["model"],
+                                  refusal=hit.get("refusal"))
         kwargs: dict[str, Any] = {"model": model, "messages": messages, "temperature": temperature}
         if seed is not None:
             kwargs["seed"] = seed
@@ -208,6 +221,8 @@ class LLMClient:
         )
         response = {"text": parsed["text"], "prompt_tokens": parsed["prompt_tokens"],
                     "completion_tokens": parsed["completion_tokens"], "model": parsed["model"]}
+        if parsed["refusal"] is not None:
+            response["refusal"] = parsed["refusal"]
         self._cache.write(key, "chat", request, response)
         return ChatResult(cached=False, **response)
 
@@ -233,8 +248,7 @@ class LLMClient:
             else:
                 missing[key] = text
         if hits:
-            with self._lock:
-                self._cache_hits += hits
+            self._count(stage, case_id, StageCost(cache_hits=hits))
         todo = list(missing.items())
         size = batch_size or max(len(todo), 1)
         for start in range(0, len(todo), size):
@@ -257,10 +271,10 @@ class LLMClient:
         attempts = 0
         malformed = 0
         while True:
-            self._check_budget()
             attempts += 1
             failure: _Failure | None = None
             with self._sem:
+                self._check_budget(model)     # holding the slot: at most `concurrency` calls pass the cap
                 try:
                     raw = send()
                     body = raw.text
@@ -320,10 +334,12 @@ class LLMClient:
         return text if len(text) <= 300 else text[:297] + "..."
 
     # --- accounting ----------------------------------------------------------------------------
-    def _check_budget(self) -> None:
+    def _check_budget(self, model: str) -> None:
         cap = self._cfg.max_cost_usd
         if cap is None:
             return
+        if model not in self._cfg.prices:
+            raise ConfigError(UNPRICED.format(model=model))
         with self._lock:
             spent = self._usd
         if spent >= cap - 1e-12:
@@ -335,15 +351,17 @@ class LLMClient:
         if price is not None:
             cost = (prompt * float(price.get("prompt", 0.0)) + completion * float(price.get("completion", 0.0))) / 1e6
         with self._lock:
-            self._calls[stage] = self._calls.get(stage, 0) + 1
-            self._prompt_tokens += prompt
-            self._completion_tokens += completion
             self._usd += cost
             if price is None:
                 self._unpriced.add(model)
+        self._count(stage, case_id, StageCost(1, 0, prompt, completion, cost))
+
+    def _count(self, stage: str, case_id: str | None, cost: StageCost) -> None:
+        with self._lock:
+            self._stages[stage] = self._stages.get(stage, StageCost()).plus(cost)
             if case_id is not None:
-                per_case = self._by_case.setdefault(case_id, {})
-                per_case[stage] = per_case.get(stage, 0) + 1
+                per_case = self._cases.setdefault(case_id, {})
+                per_case[stage] = per_case.get(stage, StageCost()).plus(cost)
 
 
 # --- helpers ---------------------------------------------------------------------------------------

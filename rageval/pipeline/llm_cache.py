@@ -14,8 +14,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rageval.errors import ConfigError, RagevalError
+from rageval.errors import ConfigError, ModelError, RagevalError
 from rageval.files import write_bytes
+from rageval.parse import load_json
 from rageval.pipeline.llm_parse import is_count, is_number
 
 CACHE_VERSION = 1
@@ -40,10 +41,10 @@ class ResponseCache:
 
     def read(self, key: str, kind: str) -> dict[str, Any] | None:
         """The stored response for ``key``, or None when there is none that is usable."""
-        try:
-            with open(self.path(key), encoding="utf-8") as fh:
-                record = json.load(fh)
-        except (OSError, ValueError):
+        path = self.path(key)
+        try:      # strictly, like every file rageval reads: a broken or hostile cache file is a miss
+            record = load_json(path.read_bytes(), str(path), error=ModelError)
+        except (OSError, RagevalError):
             return None
         if not isinstance(record, dict) or record.get("key") != key or record.get("kind") != kind:
             return None
@@ -52,6 +53,7 @@ class ResponseCache:
             return None
         if kind == "chat":
             ok = (isinstance(response.get("text"), str) and isinstance(response.get("model"), str)
+                  and isinstance(response.get("refusal"), str | None)
                   and is_count(response.get("prompt_tokens")) and is_count(response.get("completion_tokens")))
         else:
             vector = response.get("embedding")

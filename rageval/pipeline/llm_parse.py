@@ -7,15 +7,15 @@ A 200 whose body is not a usable response raises :class:`MalformedResponse`; the
 from __future__ import annotations
 
 import base64
-import email.utils
 import json
 import math
 import struct
+import time
 from collections.abc import Mapping
-from datetime import datetime, timezone
 from typing import Any
 
 from rageval.errors import MalformedResponse
+from rageval.parse import retry_after as parse_retry_after
 
 
 def is_count(x: object) -> bool:
@@ -48,22 +48,28 @@ def _usage(data: dict[str, Any]) -> tuple[int, int]:
 
 
 def parse_chat(body: str, model: str) -> dict[str, Any]:
-    """``{text, prompt_tokens, completion_tokens, model}`` of a chat completion body."""
+    """``{text, refusal, prompt_tokens, completion_tokens, model}`` of a chat completion body.
+
+    A refusal (``message.refusal`` a string, as OpenAI sends it with ``content: null``) is kept
+    apart from the content — ``text`` is then the content or "" — so a caller can tell a model
+    that declined from one that answered."""
     data = _load(body)
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise MalformedResponse("no 'choices' in the chat completion")
     message = choices[0].get("message")
-    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(message, dict):
+        raise MalformedResponse("choices[0].message is not an object")
+    content, refusal = message.get("content"), message.get("refusal")
+    if not isinstance(refusal, str):
+        refusal = None
     if not isinstance(content, str):
-        refusal = message.get("refusal") if isinstance(message, dict) else None
-        if isinstance(refusal, str):
-            content = refusal
-        else:
+        if refusal is None:
             raise MalformedResponse("choices[0].message.content is not a string")
+        content = ""
     prompt, completion = _usage(data)
     served = data.get("model")
-    return {"text": content, "prompt_tokens": prompt, "completion_tokens": completion,
+    return {"text": content, "refusal": refusal, "prompt_tokens": prompt, "completion_tokens": completion,
             "model": served if isinstance(served, str) and served else model}
 
 
@@ -124,18 +130,4 @@ def retry_after(headers: Mapping[str, str]) -> float | None:
                 return value
         except ValueError:
             pass
-    ra = headers.get("retry-after")
-    if ra is None:
-        return None
-    try:
-        value = float(ra)
-        return value if math.isfinite(value) and value >= 0 else None
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(ra)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return max((when - datetime.now(timezone.utc)).total_seconds(), 0.0)
+    return parse_retry_after(headers.get("retry-after"), time.time())

@@ -21,11 +21,13 @@ from typing import Any
 
 from rageval import __version__
 from rageval.config import Config
+from rageval.cost import Usage
 from rageval.errors import RagevalError
 from rageval.golden import lifecycle
 from rageval.golden.corpus import Corpus, load_corpus
 from rageval.golden.set import Case, GoldenSet, load_golden
 from rageval.metrics.aggregate import summarize, verdict_of
+from rageval.metrics.judge import JUDGE_PARAMETERS
 from rageval.metrics.numbers import check_numbers
 from rageval.metrics.retrieval import case_metrics, first_relevant_rank
 from rageval.metrics.rules import (
@@ -41,6 +43,7 @@ from rageval.pipeline.apps.replay import ReplayApp
 from rageval.pipeline.judging import CaseJudge, ModelJudge
 from rageval.pipeline.llm import LLMClient
 from rageval.results import (
+    FAIL,
     CaseResult,
     CheckResult,
     Cost,
@@ -113,7 +116,7 @@ class Evaluation:
             previous: RunResult | None = None, progress: Progress | None = None) -> RunResult:
         """One pass over the subset (or ``case_ids``) → a RunResult. ``fresh`` bypasses the
         response caches; ``previous`` offers the first run's traces for deterministic stages."""
-        started = time.monotonic()
+        started, before = time.monotonic(), ledger_of(self.client)
         if hasattr(self.judge, "fresh"):
             self.judge.fresh = fresh
         cases = list(self.golden.cases)
@@ -124,7 +127,8 @@ class Evaluation:
                                   progress=progress)
         eval_s = time.monotonic() - started
         return build_result(self, results, {"index_s": round(self.index_seconds, 3), "eval_s": round(eval_s, 3),
-                                            "total_s": round(self.index_seconds + eval_s, 3)})
+                                            "total_s": round(self.index_seconds + eval_s, 3)},
+                            Cost.of(ledger_of(self.client).since(before), len(results)))
 
 
 def trace_of(case: CaseResult) -> Trace:
@@ -172,9 +176,15 @@ def make_app(cfg: Config, corpus: Corpus, app_spec: str | None, client: Any, env
 
 # --- scoring ------------------------------------------------------------------------------
 
+#: the deterministic checks that come before the judge: a case failing one is not judged
+#: (unless judge.always), so no model call is spent on an answer already known to be wrong
+RULE_CHECKS = ("numbers", "must_include", "must_not_include", "refusal")
+
+
 def score_case(case: Case, trace: Trace, corpus: Corpus, cfg: Config, judge: CaseJudge) -> CaseResult:
     """Every check of one answered case, and its verdict: passed when no applicable check failed;
-    an App error or a check error makes the case an error (``passed`` None), not a fail."""
+    an App error or a check error makes the case an error (``passed`` None), not a fail. Rules
+    first: the judge is told which of ``RULE_CHECKS`` the case already fails."""
     base = CaseResult(
         id=case.id, question=case.question, expected_answer=case.expected_answer,
         expected_sections=tuple(case.expected_sections), slice=dict(case.slice), tags=tuple(case.tags),
@@ -194,7 +204,7 @@ def score_case(case: Case, trace: Trace, corpus: Corpus, cfg: Config, judge: Cas
     if trace.answer is None:
         checks["judge"] = CheckResult.skipped("no answer: retrieval-only case")
     else:
-        checks.update(judge.check(case, trace, source))
+        checks.update(judge.check(case, trace, source, [n for n in RULE_CHECKS if checks[n].status == FAIL]))
     passed, failures, error = verdict_of(checks)
     return base.replace(context_tokens=None if tokens is None else sum(tokens[: len(trace.context)]),
                         first_relevant_rank=rank, metrics=metrics, checks=checks, passed=passed,
@@ -219,9 +229,11 @@ def _retrieval(case: Case, trace: Trace, tokens: list[int] | None, cfg: Config
 
 # --- the RunResult --------------------------------------------------------------------------
 
-def build_result(ev: Evaluation, cases: list[CaseResult], timings: dict[str, float]) -> RunResult:
+def build_result(ev: Evaluation, cases: list[CaseResult], timings: dict[str, float], cost: Cost) -> RunResult:
     names = ev.cfg.metric_names()
     golden = ev.golden.describe(ev.subset)
+    config = ev.cfg.to_dict()
+    config["judge"].update(JUDGE_PARAMETERS)     # the evaluator's identity: rageval.metrics.judge.judge_signature
     return RunResult(
         tool={"name": "rageval", "version": __version__},
         created_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -230,23 +242,19 @@ def build_result(ev: Evaluation, cases: list[CaseResult], timings: dict[str, flo
         corpus={"sections": ev.snapshots[1]},
         golden_checks=ev.golden_checks,
         app={"name": getattr(ev.app, "name", type(ev.app).__name__), "deterministic": ev.deterministic},
-        config=ev.cfg.to_dict(),
+        config=config,
         config_fingerprint=ev.cfg.fingerprint(),
         metric_names=tuple(names),
         summary=summarize(cases, names),
         cases=tuple(cases),
-        cost=cost_of(ev.client, len(cases)),
+        cost=cost,
         timings=timings,
     )
 
 
-def cost_of(client: Any, n_cases: int) -> Cost:
-    usage = client.usage() if client is not None and hasattr(client, "usage") else {}
-    calls = dict(usage.get("calls", {}))
-    total = sum(calls.values())
-    return Cost(calls=calls, calls_total=total, calls_per_case=round(total / n_cases, 3) if n_cases else 0.0,
-                prompt_tokens=usage.get("prompt_tokens", 0), completion_tokens=usage.get("completion_tokens", 0),
-                cache_hits=usage.get("cache_hits", 0), usd=round(usage.get("usd", 0.0), 6))
+def ledger_of(client: Any) -> Usage:
+    """The model client's running counts (nothing for a run without one)."""
+    return client.ledger() if client is not None and hasattr(client, "ledger") else Usage()
 
 
 def git_sha(root: Path) -> str | None:

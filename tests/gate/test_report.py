@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,9 @@ from rageval.gate.report import (
     GITHUB_COMMENT_LIMIT,
     escape_md,
     fence,
+    printable,
     render_markdown,
+    render_run_table,
     render_summary_line,
 )
 from rageval.results import CaseResult, CheckResult, Cost, RunResult
@@ -128,7 +131,7 @@ def test_passed_report_with_flaky_case_matches_golden_file():
     assert calls == [["q05"]] and verdict.flaky == ("q05",) and verdict.verdict == "pass"
     text = render_markdown(verdict, before, fixed, ReportConfig())
     assert text.splitlines()[0] == "### ✅ RAG eval gate: passed — all gates passed"
-    assert "#### Fail → pass (2)" in text and "#### Flaky (1)" in text
+    assert "<details><summary>Fail → pass (2)</summary>" in text and "<details><summary>Flaky (1)" in text
     check_golden("report_passed", text)
 
 
@@ -159,8 +162,9 @@ def test_500_failing_cases_fit_a_github_comment_and_keep_header_and_tables():
     text = render_markdown(verdict, before, after, ReportConfig(max_cases=25))
     assert len(text) < GITHUB_COMMENT_LIMIT
     assert text.startswith("### ❌ RAG eval gate: blocked — mrr@5 0.25 < 0.85 (floor)\n")
-    for table in ("| Metric | Baseline | PR | Δ | Threshold | Status |", "#### By slice", "| type=t6 |",
-                  "#### Config changes", "| chunking.size | 200 | 800 |", "**Cost and time:**"):
+    for table in ("| Gated metric | Threshold | Baseline | PR | Δ | Status |",
+                  "| Metric | Baseline | PR | Δ | Threshold | Status |", "<summary>By slice", "| type=t6 |",
+                  "<summary>Config changes", "| chunking.size | 200 | 800 |", "**Cost and time:**"):
         assert table in text
     assert re.search(r"…and \d+ more", text)
     assert "#### Pass → fail (500)" in text
@@ -210,7 +214,8 @@ def test_model_text_cannot_break_out_of_the_report():
     rest, blocks = outside_fences(text)
     assert NASTY in blocks                                       # the answer verbatim, inside its fence
     assert "<script" not in rest and "@channel" not in rest and "@here" not in rest and "@team" not in rest
-    assert rest.count("<details>") == rest.count("</details>") == 1
+    opened = rest.count("<details>")                            # the case's and the collapsed sections'
+    assert opened == rest.count("</details>") and opened == sum(1 for line in rest.splitlines() if line == "</details>")
     assert "@\u200dchannel" in rest and "&lt;script&gt;" in rest
     summary = next(line for line in rest.splitlines() if line.startswith("<details>"))
     assert "a<br>b" in summary and "&#124;" in summary and "&#96;c&#96;" in summary
@@ -247,6 +252,12 @@ def test_summary_line():
     ("a | b", "a &#124; b"),
     ("line1\r\nline2", "line1<br>line2"),
     ("ping @octocat, mail a@b.c", "ping @\u200doctocat, mail a@b.c"),
+    ("é@octocat ß@x 7@y _@z", "é@\u200doctocat ß@\u200dx 7@y _@z"),      # GitHub: only ASCII word characters join
+    ("see #1, acme/other#2, GH-3 and gh-4", "see #\u200d1, acme/other#\u200d2, GH-\u200d3 and gh-\u200d4"),
+    ("https://github.com/acme/other/issues/2 www.x.vn", "https:\u200d//github.com/acme/other/issues/2 www\u200d.x.vn"),
+    ("bell\x07 esc\x1b[31m nul\x00 del\x7f csi\x9b", "bell&#92;x07 esc&#92;x1b&#91;31m nul&#92;x00 del&#92;x7f csi&#92;x9b"),
+    ("a\u202eb\u2066c\u2069d\u200fe", "aU+202EbU+2066cU+2069dU+200Fe"),
+    ("x" * 1_005, "x" * 1_000 + "… (5 more characters)"),
     ("`code` \\", "&#96;code&#96; &#92;"),
     ("AT&T &amp; [x](y)", "AT&amp;T &amp;amp; &#91;x&#93;(y)"),
     (None, ""),
@@ -258,4 +269,150 @@ def test_escape_md(text, expected):
 def test_fence_is_longer_than_any_backtick_run():
     assert fence("plain") == "```text\nplain\n```"
     assert fence("a ```` b") == "`````text\na ```` b\n`````"
-    assert fence("x" * 20, limit=5).startswith("```text\nxxxxx\n… (cut: 20 characters in all)")
+    assert fence("x" * 20, limit=5) == "```text\nxxxxx… (15 more characters)\n```"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("plain tiếng Việt\ttab", "plain tiếng Việt\ttab"),
+    ("\x1b[2J\x1b[31mred", "\\x1b[2J\\x1b[31mred"),
+    ("nul\x00 bel\x07 bs\x08 vt\x0b cr\r lf\n", "nul\\x00 bel\\x07 bs\\x08 vt\\x0b cr\\r lf\\n"),
+    ("del\x7f c1\x80 csi\x9b nbsp\xa0", "del\\x7f c1\\x80 csi\\x9b nbsp\xa0"),
+    ("\u202aLRE\u202bRLE\u202cPDF\u202dLRO\u202eRLO", "U+202ALREU+202BRLEU+202CPDFU+202DLROU+202ERLO"),
+    ("\u2066LRI\u2067RLI\u2068FSI\u2069PDI\u200eLRM\u200fRLM\u061cALM", "U+2066LRIU+2067RLIU+2068FSIU+2069PDIU+200ELRMU+200FRLMU+061CALM"),
+    ("line\u2028sep\u2029para", "lineU+2028sepU+2029para"),
+])
+def test_printable_makes_control_and_bidi_characters_visible(text, expected):
+    assert printable(text) == expected
+
+
+def test_printable_can_keep_line_breaks():
+    assert printable("a\nb\x1b", newlines=True) == "a\nb\\x1b"
+
+
+HOSTILE = "\x1b]0;pwned\x07\x1b[2J\x00\x7f\x9b\u202eevil\u2066\u200f"
+RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def test_control_and_bidi_characters_never_reach_the_comment():
+    texts = {"question": "question " + HOSTILE, "expected": "expected " + HOSTILE}
+    before = run([case("q1" + HOSTILE, 1, "ok", **texts), case("q2", 1, "ok")])
+    bad = case("q1" + HOSTILE, 2, "answer " + HOSTILE, checks={"judge": CheckResult.fail("judge " + HOSTILE)}, **texts)
+    after = run([bad, case("q2", 2, "ok", error="app error " + HOSTILE)])
+    verdict = evaluate(before, after, GateConfig(floors={"pass_rate": 0.9}))
+    assert verdict.pass_to_fail == ("q1" + HOSTILE,)
+    text = render_markdown(verdict, before, after, ReportConfig(), title="Gate " + HOSTILE)
+    assert not RAW_CONTROL.findall(text)
+    rest, blocks = outside_fences(text)
+    assert "answer &#92;x1b&#93;0;pwned" not in text and any("answer \\x1b]0;pwned\\x07" in b for b in blocks)
+    assert "question &#92;x1b&#93;0;pwned&#92;x07&#92;x1b&#91;2J&#92;x00&#92;x7f&#92;x9bU+202EevilU+2066U+200F" in rest
+    assert "**Failing checks:** judge: judge &#92;x1b&#93;0;pwned" in rest
+
+
+def test_terminal_table_neutralises_control_characters_and_cuts_errors():
+    result = run([case("q" + HOSTILE, 1, "ok", error="app error " + HOSTILE + "x" * 5_000), case("q2", 1, "ok")])
+    table = render_run_table(result)
+    assert not RAW_CONTROL.findall(table.replace("\n", ""))
+    error_line = next(line for line in table.splitlines() if line.startswith("  ERROR"))
+    assert error_line.startswith("  ERROR q\\x1b]0;pwned\\x07\\x1b[2J\\x00\\x7f\\x9bU+202EevilU+2066U+200F: app error ")
+    assert error_line.endswith("… (4,034 more characters)")       # 1,000 of 10 + 24 + 5,000 characters shown
+
+
+def p2f_cases(n: int, long_id: str, long_text: str) -> tuple[RunResult, RunResult]:
+    """``n`` cases that pass in the baseline and fail in the PR; case ``long_id`` has ``long_text``
+    as its question, expected answer and PR answer."""
+    def texts(cid: str, i: int) -> dict[str, str]:
+        return ({"question": long_text, "expected": long_text} if cid == long_id
+                else {"question": f"Câu hỏi {i}?", "expected": f"Đáp án {i}"})
+    ids = [f"c{i:02d}" for i in range(n)]
+    before = run([case(cid, 1, f"Đúng {i}", **texts(cid, i)) for i, cid in enumerate(ids)])
+    after = run([case(cid, 3, long_text if cid == long_id else f"Sai {i}", passed=False, **texts(cid, i))
+                 for i, cid in enumerate(ids)])
+    return before, after
+
+
+def test_one_long_case_does_not_hide_the_others():
+    """The issue's case: one 200 KB text among 30 pass→fail cases used to leave no case at all."""
+    long_text = "Một câu trả lời rất dài. " * 8_000            # 200,000 characters
+    before, after = p2f_cases(30, "c00", long_text)
+    verdict = evaluate(before, after, GateConfig(floors={"pass_rate": 0.9}))
+    assert len(verdict.pass_to_fail) == 30
+    text = render_markdown(verdict, before, after, ReportConfig(max_cases=30))
+    assert len(text) < GITHUB_COMMENT_LIMIT
+    shown = re.findall(r"<details><summary><b>(c\d\d)</b>", text)
+    assert shown == [f"c{i:02d}" for i in range(30)]
+    assert text.count("… (198,500 more characters)") == 3       # Question, Expected, After: 1,500 shown of each
+    assert "… (199,700 more characters)" in text                 # the question in the case's summary line (300 shown)
+
+
+def test_a_huge_title_cannot_cut_off_the_verdict():
+    before, after = chunk200(), chunk800()
+    verdict = evaluate(before, after, SEED_GATE)
+    text = render_markdown(verdict, before, after, ReportConfig(title="T" * 100_000))
+    assert text.splitlines()[0] == ("### ❌ " + "T" * 200 + "… (99,800 more characters): blocked — "
+                                    "mrr@5 0.63 < 0.85 (floor)")
+    assert len(text) < GITHUB_COMMENT_LIMIT and "| mrr@5 | 0.90 | 0.63 |" in text
+    line = render_summary_line(verdict, title="T" * 100_000)
+    assert line == "T" * 59 + "…: blocked — mrr@5 0.63 < 0.85 (floor); +2 more reasons"
+    hostile = render_summary_line(verdict, title="Gate\u202e\x1b[2J")
+    assert hostile.startswith("GateU+202E\\x1b[2J: blocked")
+
+
+# --- rendered as GitHub renders it (cmark-gfm) -----------------------------------------------
+
+class _Html(HTMLParser):
+    """Tags in order, and the text of the first screen: everything before the first <details>
+    that is not a pass→fail case (those sit under their own heading)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.first_screen: list[str] = []
+        self.collapsed = False
+        self.in_cases = False
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        self.tags.append(tag)
+        if tag == "details" and not self.in_cases:
+            self.collapsed = True
+
+    def handle_endtag(self, tag: str) -> None:
+        self.tags.append("/" + tag)
+
+    def handle_data(self, data: str) -> None:
+        if data.startswith("Pass → fail"):
+            self.in_cases = True
+        if not self.collapsed and not self.in_cases:
+            self.first_screen.append(data)
+
+
+def rendered(markdown: str) -> _Html:
+    cmarkgfm = pytest.importorskip("cmarkgfm")
+    from cmarkgfm.cmark import Options
+    parser = _Html()
+    parser.feed(cmarkgfm.github_flavored_markdown_to_html(markdown, options=Options.CMARK_OPT_UNSAFE))
+    return parser
+
+
+@pytest.mark.parametrize("scenario", ["report_blocked", "report_passed", "report_not_comparable"])
+def test_the_first_screen_shows_the_verdict_the_gated_table_and_the_reasons(scenario):
+    html = rendered((DATA / scenario / "comment.md").read_text(encoding="utf-8"))
+    first = "".join(html.first_screen)
+    assert first.lstrip().startswith(("❌ RAG eval gate:", "✅ RAG eval gate:", "⚠️ RAG eval gate:"))
+    assert "Gated metric" in first and html.tags.index("table") < html.tags.index("details")
+    assert html.tags.count("details") == html.tags.count("/details") == html.tags.count("summary")
+    if scenario != "report_passed":
+        assert "Why" in first
+    # everything else is collapsed: the full metric table, by slice, config, noise and cost
+    assert "All metrics" not in first and "Cost and time" not in first
+
+
+def test_the_demo_incidents_comment_renders_with_its_attribution_on_the_first_screen(tmp_path, run_cli):
+    demo = Path(__file__).parents[2] / "examples" / "banhang"
+    base = tmp_path / "baseline.json"
+    assert run_cli("baseline", "--config", demo / "rageval.yml", "--subset", "pr", "--repeats", "1",
+                   "--out", base)[0] == 0
+    run_cli("gate", "--config", demo / "rageval-800.yml", "--subset", "pr", "--baseline", base,
+            "--report-md", tmp_path / "report.md")
+    first = "".join(rendered((tmp_path / "report.md").read_text(encoding="utf-8")).first_screen)
+    assert "mrr@5 dropped 0.91 → 0.87" in first and "chunking.size 200→800 causes most of it" in first
+    assert "| chunking.size |" not in first            # the config table is collapsed

@@ -249,7 +249,7 @@ def test_golden_diff_in_the_report_and_holdout_text_appears_nowhere(project, bas
     assert verdict["golden"]["diff"] == {"added": ["q124", "q125"], "removed": [],
                                          "changed": [{"id": "q02", "fields": ["expected_answer"]},
                                                      {"id": other["id"], "fields": ["expected_answer"]}]}
-    assert "#### Golden set changes (v4 → v6)" in report
+    assert "Golden set changes (v4 → v6)" in report
     assert "v5 -&gt; v6: + 1 holdout case (incident-2026-11-30)" in report
     assert "**Added (2):** q124 “Tôi nhận hàng hôm qua, đổi size áo khoác được không?”; 1 holdout" in report
     assert "**Changed (2):** q02 (expected_answer); 1 holdout" in report

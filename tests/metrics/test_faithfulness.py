@@ -1,5 +1,6 @@
 """Faithfulness (rageval.metrics.faithfulness) over real HTTP: the scripted model splits answers
-into claims and checks them against the sources it is sent, like a real one would."""
+into claims and checks them against the sources it is sent, like a real one would — in the
+judge's one call (the default) or in two calls of its own (the separate path)."""
 
 from __future__ import annotations
 
@@ -7,19 +8,23 @@ import json
 import re
 
 import pytest
-from openai_server import OpenAIServer  # tests/ is on sys.path (conftest.py)
+from openai_server import OpenAIServer, Refusal  # tests/ is on sys.path (conftest.py)
 from seed_data import POLICY
-from test_judge import NUMBER, block, make_client, system
+from test_judge import NUMBER, SHAPES, block, grade, make_client, shaped, system
 
 from rageval.metrics.faithfulness import (
     EXTRACT_SYSTEM,
     VERIFY_SYSTEM,
     check_faithfulness,
+    claim_readings,
+    judge_with_claims,
     parse_claims,
+    parse_judged,
     parse_verification,
     supported_share,
     verify_messages,
 )
+from rageval.metrics.judge import JUDGE_CLAIMS_SYSTEM, NO_CONTEXT, NO_SOURCES
 
 MODEL = "judge-model"
 # Seed 001's fixture (a made-up exchange policy)
@@ -85,9 +90,28 @@ def scripted_faithfulness(body: dict) -> str:
     return json.dumps({"claims": rows}, ensure_ascii=False)
 
 
+def scripted_judge_with_claims(body: dict) -> str:
+    """The judge's one call with claims: the number-checking verdict, the answer's claims, and each
+    claim's support in the sources the request asks about."""
+    assert system(body) == JUDGE_CLAIMS_SYSTEM, "not a judge-with-claims request"
+    answer, sources, context = block(body, "answer"), block(body, "sources"), block(body, "context")
+    user = body["messages"][-1]["content"]
+    asked = {key: text for key, text, tag in (("in_context", context, "context"), ("in_expected", sources, "sources"))
+             if f'"{key}" for <{tag}>' in user}
+    assert ("in_context" in asked) == (context != NO_CONTEXT) and ("in_expected" in asked) == (sources != NO_SOURCES)
+    claims = [{"claim": c, **{k: verdict(c, text) for k, text in asked.items()}} for c in split_claims(answer)]
+    return json.dumps({**grade(answer, block(body, "expected_answer"), sources), "claims": claims}, ensure_ascii=False)
+
+
+def scripted_model(body: dict) -> str:
+    if system(body) == JUDGE_CLAIMS_SYSTEM:
+        return scripted_judge_with_claims(body)
+    return scripted_faithfulness(body)
+
+
 @pytest.fixture
 def server():
-    with OpenAIServer(responder=scripted_faithfulness) as srv:
+    with OpenAIServer(responder=scripted_model) as srv:
         yield srv
 
 
@@ -204,7 +228,8 @@ def test_malformed_verification_once_is_retried(tmp_path):
 
 
 @pytest.mark.parametrize("stage_system, reply, problem", [
-    (EXTRACT_SYSTEM, "Câu trả lời có một khẳng định.", "claim extraction returned malformed output twice: not JSON"),
+    (EXTRACT_SYSTEM, "Câu trả lời có một khẳng định.",
+     "claim extraction returned malformed output twice: no JSON object in the reply: 'Câu trả lời có một khẳng định.'"),
     (VERIFY_SYSTEM, '{"claims": []}', "claim verification returned malformed output twice: expected verdicts for 1 claims, got 0"),
     (VERIFY_SYSTEM, '{"claims": [{"in_context": "supported", "in_expected": "true"}]}',
      "claim 1: 'in_expected' must be one of supported, unsupported, contradicted"),
@@ -242,3 +267,104 @@ def test_supported_share():
 def test_verify_messages_needs_a_source():
     with pytest.raises(ValueError, match="non-empty context or expected text"):
         verify_messages(["a"], [" "], "")
+
+
+# --- in the judge's one call ---------------------------------------------------------------------------
+def with_judge(client, answer, context, expected, *, question=Q01, expected_answer="Trong 7 ngày.", **kw):
+    return judge_with_claims(client, MODEL, question, expected_answer, expected, answer, context,
+                             case_id=kw.pop("case_id", "c1"), **kw)
+
+
+def test_one_judge_call_gives_the_verdict_and_the_same_claim_scores_as_the_two_call_path(server, tmp_path):
+    client = make_client(server, tmp_path)
+    judge, faith = with_judge(client, A_30, CTX_L2, EXPECTED_DT1, case_id="q01")
+    assert server.calls["chat"] == 1 and client.usage()["by_case"] == {"q01": {"judge": 1}}
+    (body,) = server.bodies("chat")
+    assert system(body) == JUDGE_CLAIMS_SYSTEM and body["temperature"] == 0
+    assert block(body, "context") == "[1] " + CTX_L2[0] and block(body, "sources") == EXPECTED_DT1
+    assert judge.status == "fail" and judge.details["wrong_claims"] == ["30 ngày (the sources say 7 ngày)"]
+    separate = check(make_client(server, tmp_path / "other"), Q01, A_30, CTX_L2, EXPECTED_DT1)
+    assert server.calls["chat"] == 3                                    # the separate path: two more
+    assert faith == separate
+    assert faith.details["claims"] == [{"claim": A_30, "in_context": "supported", "in_expected": "contradicted"}]
+    assert (faith.details["groundedness"], faith.details["faithfulness"], faith.details["state"]) == (1.0, 0.0, "scored")
+
+
+def test_seed_001_in_one_call_two_of_three_claims_grounded_one_contradicted_none(server, tmp_path):
+    judge, faith = with_judge(make_client(server, tmp_path), A_001, [CTX_001], "", question=Q_001,
+                              expected_answer="Đổi trong 7 ngày, cần hóa đơn.")
+    assert faith.details["groundedness"] == pytest.approx(0.666667) and faith.details["contradicted"] == 0.0
+    assert faith.details["state"] == "no_expected_sections" and faith.status == "skipped"
+    assert judge.status in ("pass", "fail")
+
+
+@pytest.mark.parametrize("answer, context, expected, state, calls", [
+    ("Bạn cần hỏi thêm điều gì không?", CTX_L2, EXPECTED_DT1, "no_claims", 1),
+    ("", CTX_L2, EXPECTED_DT1, "no_claims", 1),            # the judge still grades an empty answer
+    (A_30, [], EXPECTED_DT1, "empty_context", 1),
+    (A_30, ["  "], "", "empty_context", 1),
+])
+def test_one_call_keeps_the_states(server, tmp_path, answer, context, expected, state, calls):
+    _, faith = with_judge(make_client(server, tmp_path), answer, context, expected)
+    assert faith.details["state"] == state and server.calls["chat"] == calls
+    if state == "no_claims":
+        assert faith.status == "skipped" and faith.details["faithfulness"] is None and faith.details["claims"] == []
+    else:
+        assert faith.details["groundedness"] is None and faith.details["contradicted"] is None
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_one_call_reads_every_reply_shape(tmp_path, shape):
+    with OpenAIServer(responder=lambda body: shaped(shape, json.loads(scripted_judge_with_claims(body)))) as srv:
+        judge, faith = with_judge(make_client(srv, tmp_path), A_30, CTX_L2, EXPECTED_DT1)
+        assert srv.calls["chat"] == 1
+    assert judge.status == "fail" and faith.status == "fail"
+    assert faith.details["claims"] == [{"claim": A_30, "in_context": "supported", "in_expected": "contradicted"}]
+
+
+def test_a_refusal_makes_both_checks_refused_never_a_pass(tmp_path):
+    with OpenAIServer(responder=lambda body: Refusal("I can't assist with that.")) as srv:
+        judge, faith = with_judge(make_client(srv, tmp_path), A_30, CTX_L2, EXPECTED_DT1)
+        separate = check(make_client(srv, tmp_path / "separate"), Q01, A_30, CTX_L2, EXPECTED_DT1)
+        assert srv.calls["chat"] == 2                                   # one each, neither retried
+    for result in (judge, faith, separate):
+        assert result.status == "error" and result.passed is None
+        assert result.details["state"] == "refused" and result.reason == "judge refused: I can't assist with that."
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"verdict": "fail"}', "'claims' must be a list with one entry per claim"),
+    ('{"verdict": "fail", "claims": [{"claim": "x", "in_context": "maybe", "in_expected": "supported"}]}',
+     "claim 1: 'in_context' must be one of supported, unsupported, contradicted"),
+    ('{"verdict": "fail", "claims": [{"in_context": "supported", "in_expected": "supported"}]}',
+     "claim 1: 'claim' must be the claim's text"),
+    ('{"verdict": "good", "claims": []}', "'verdict' must be"),
+])
+def test_parse_judged_rejects_what_it_cannot_read(text, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        parse_judged(text, ["in_context", "in_expected"])
+
+
+def test_parse_judged_reads_claim_words_in_english_and_vietnamese():
+    text = ("{'verdict': 'không đạt', 'claims': [{'claim': 'a', 'in_context': 'Có căn cứ', 'in_expected': 'MÂU THUẪN'},"
+            " {'claim': 'b', 'in_context': 'not supported', 'in_expected': 'Supported'}]}")
+    verdict, rows = parse_judged(text, ["in_context", "in_expected"])
+    assert verdict["verdict"] == "fail"
+    assert rows == [{"claim": "a", "in_context": "supported", "in_expected": "contradicted"},
+                    {"claim": "b", "in_context": "unsupported", "in_expected": "supported"}]
+
+
+# --- what the scores mean: three readings of the same per-claim verdicts ---------------------------------
+def test_claim_readings_groundedness_faithfulness_and_the_deepeval_reading():
+    # case 1: 4 claims — context: S S U C; expected: S U C C
+    # case 2: 2 claims — context: C C;     expected: S S
+    # case 3: no claims (a refusal): left out of every mean
+    rows1 = [{"in_context": c, "in_expected": e} for c, e in [("supported", "supported"), ("supported", "unsupported"),
+                                                              ("unsupported", "contradicted"),
+                                                              ("contradicted", "contradicted")]]
+    rows2 = [{"in_context": "contradicted", "in_expected": "supported"}] * 2
+    readings = claim_readings([{"claims": rows1}, {"claims": rows2}, {"claims": []}, None])
+    # groundedness: (2/4 + 0/2) / 2 = 0.25; faithfulness: (1/4 + 2/2) / 2 = 0.625;
+    # contradicted: (1/4 + 2/2) / 2 = 0.625 -> DeepEval's faithfulness reads 1 − 0.625 = 0.375
+    assert readings == {"groundedness": 0.25, "faithfulness": 0.625, "contradicted": 0.625, "n_cases": 2}
+    assert claim_readings([{"claims": []}, {}]) is None

@@ -8,22 +8,27 @@ import random
 import re
 
 import pytest
-from openai_server import Fault, OpenAIServer  # tests/ is on sys.path (conftest.py)
+from openai_server import Fault, OpenAIServer, Refusal  # tests/ is on sys.path (conftest.py)
 from seed_data import GOLDEN, POLICY
 
 from rageval.config import LLMConfig
 from rageval.errors import DatasetError
 from rageval.metrics.judge import (
+    JUDGE_PARAMETERS,
+    JUDGE_PROMPT_VERSION,
     JUDGE_SYSTEM,
     PAIR_SYSTEM,
     judge_agreement,
     judge_case,
     judge_messages,
     judge_pair,
-    parse_labels,
+    judge_signature,
+    pair_messages,
     parse_pair,
     parse_verdict,
 )
+from rageval.metrics.labels import parse_labels
+from rageval.models import model_key
 from rageval.pipeline.llm import LLMClient
 
 JUDGE_MODEL = "judge-model"
@@ -128,6 +133,69 @@ def test_a_correct_answer_passes_and_an_out_of_scope_case_says_there_are_no_sour
     assert "(none: the documents do not cover this question)" in messages[1]["content"]
 
 
+# --- the shapes real endpoints reply in, over HTTP -------------------------------------------------------
+VERDICT_FAIL = {"verdict": "fail", "wrong_claims": ["30 ngày (the sources say 7 ngày)"], "missing": ["7 ngày"]}
+
+
+def shaped(shape: str, verdict: dict):
+    """The scripted judge's verdict the way an endpoint that ignores response_format writes it."""
+    if shape == "refusal":
+        return Refusal("I'm sorry, but I can't help with grading this content.")
+    if shape == "single quotes":
+        return repr({**verdict, "confident": True, "note": None})
+    if shape == "vietnamese verdict":
+        verdict = {**verdict, "verdict": {"pass": "đạt", "fail": "không đạt"}[verdict["verdict"]]}
+    text = json.dumps(verdict, ensure_ascii=False)
+    return {
+        "bare JSON": text, "vietnamese verdict": text,
+        "json fence": f"```json\n{text}\n```",
+        "prose around": f"Đây là đánh giá của tôi: {text}\nNếu cần tôi có thể giải thích thêm {{chi tiết}}.",
+        "prose and fence": f"Sure! Here is the grading.\n\n```json\n{text}\n```\n\nThe answer was checked.",
+    }[shape]
+
+
+SHAPES = ("bare JSON", "json fence", "prose around", "prose and fence", "single quotes", "vietnamese verdict")
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("answer", [RIGHT, WRONG])
+def test_each_reply_shape_gives_the_verdict_the_judge_meant(tmp_path, shape, answer):
+    with OpenAIServer(responder=lambda body: shaped(shape, json.loads(scripted_judge(body)))) as srv:
+        result = run_judge(make_client(srv, tmp_path), answer)
+        assert srv.calls["chat"] == 1                                  # read at once, no retry
+    if answer == RIGHT:
+        assert (result.status, result.score, result.details["wrong_claims"]) == ("pass", 1.0, [])
+    else:
+        assert (result.status, result.score) == ("fail", 0.0)
+        assert {k: result.details[k] for k in ("wrong_claims", "missing")} == {
+            "wrong_claims": VERDICT_FAIL["wrong_claims"], "missing": VERDICT_FAIL["missing"]}
+
+
+@pytest.mark.parametrize("answer", [RIGHT, WRONG])
+def test_a_refusal_is_its_own_state_never_a_pass_and_is_not_asked_again(tmp_path, answer):
+    with OpenAIServer(responder=lambda body: shaped("refusal", {})) as srv:
+        client = make_client(srv, tmp_path)
+        result = run_judge(client, answer)
+        assert srv.calls["chat"] == 1
+        assert srv.bodies("chat")[0]["response_format"] == {"type": "json_object"}
+        again = run_judge(make_client(srv, tmp_path), answer)           # cached like any answer
+        assert srv.calls["chat"] == 1 and again == result
+    assert result.status == "error" and result.passed is None and result.score is None
+    assert result.details["state"] == "refused"
+    assert result.reason == "judge refused: I'm sorry, but I can't help with grading this content."
+
+
+def test_an_unreadable_reply_is_an_error_showing_its_first_200_characters(tmp_path):
+    reply = "Câu trả lời này đúng một phần " * 10 + "TAIL-NOT-SHOWN"          # 310 characters, no JSON
+    with OpenAIServer(responder=lambda body: reply) as srv:
+        result = run_judge(make_client(srv, tmp_path), RIGHT)
+        assert srv.calls["chat"] == 2                                  # asked again once, cache bypassed
+    assert result.status == "error" and result.passed is None
+    shown = " ".join(reply.split())[:200]
+    assert f"no JSON object in the reply: '{shown}…'" in result.reason
+    assert "TAIL-NOT-SHOWN" not in result.reason
+
+
 # --- malformed output ----------------------------------------------------------------------------------
 def test_malformed_output_once_is_retried_without_cache_then_passes(tmp_path):
     replies = iter(["Tôi nghĩ câu trả lời này đạt."])
@@ -148,7 +216,7 @@ def test_malformed_output_once_is_retried_without_cache_then_passes(tmp_path):
 
 @pytest.mark.parametrize("reply", [
     "Câu trả lời sai vì 30 ngày.",                                     # prose
-    json.dumps({"verdict": "mostly pass", "wrong_claims": []}),        # not pass/fail
+    json.dumps({"verdict": "mostly pass", "wrong_claims": []}),        # not a verdict word
     json.dumps({"verdict": 8, "wrong_claims": []}),                    # a score
     json.dumps({"verdict": "fail", "wrong_claims": "30 ngày"}),        # not a list
     json.dumps({"verdict": "pass", "wrong_claims": ["30 ngày"]}),      # contradicts itself
@@ -173,21 +241,33 @@ def test_a_failed_model_call_is_an_error_check(server, tmp_path):
     ('```json\n{"verdict": "FAIL", "wrong_claims": ["30 ngày"]}\n```',
      {"verdict": "fail", "wrong_claims": ["30 ngày"], "missing": []}),
     ('```\n{"verdict": "fail", "missing": ["7 ngày"]}\n```', {"verdict": "fail", "wrong_claims": [], "missing": ["7 ngày"]}),
+    ('Kết quả: {"verdict": "Đạt."}', {"verdict": "pass", "wrong_claims": [], "missing": []}),
+    ('{"verdict": " KHÔNG ĐẠT ", "missing": ["7 ngày"]}', {"verdict": "fail", "wrong_claims": [], "missing": ["7 ngày"]}),
+    # "đạt" with a combining dot below and a combining grave accent (NFD), as some tokenizers emit it
+    ('{"verdict": "đa\u0323t"}', {"verdict": "pass", "wrong_claims": [], "missing": []}),
+    ("{'verdict': 'incorrect', 'wrong_claims': ['It\\'s \"30 ngày\"'], 'missing': None,}",
+     {"verdict": "fail", "wrong_claims": ['It\'s "30 ngày"'], "missing": []}),
+    ('Format: {verdict}. Answer: {"verdict": "correct", "note": "brace } in a string"} done',
+     {"verdict": "pass", "wrong_claims": [], "missing": []}),
 ])
-def test_parse_verdict_accepts_json_and_a_fence(text, expected):
+def test_parse_verdict_reads_the_shapes_and_words(text, expected):
     assert parse_verdict(text) == expected
 
 
 @pytest.mark.parametrize("text, message", [
-    ("đạt", "not JSON"),
-    ("```json\n{\"verdict\": \"pass\"", "not JSON"),
-    ('"pass"', "expected a JSON object"),
-    ('{"wrong_claims": []}', "'verdict' must be \"pass\" or \"fail\", got null"),
+    ("đạt", "no JSON object in the reply: 'đạt'"),
+    ("   ", "the reply is empty"),
+    ("```json\n{\"verdict\": \"pass\"", "no JSON object in the reply"),
+    ('"pass"', "no JSON object in the reply"),
+    ('{"wrong_claims": []}', "'verdict' must be \"pass\" or \"fail\" (also read: đạt / không đạt, correct / incorrect), got null"),
     ('{"verdict": "7/10"}', "'verdict' must be"),
+    ('{"verdict": "đạt một phần"}', "'verdict' must be"),
+    ('{"verdict": true}', "'verdict' must be"),
     ('{"verdict": "fail", "missing": [7]}', "'missing' must be a list of strings"),
     ('{"verdict": "pass", "wrong_claims": ["x"]}', "verdict \"pass\" but wrong_claims lists 1 claim"),
+    ("{'verdict': __import__('os').system('true')}", "no JSON object in the reply"),   # never evaluated
 ])
-def test_parse_verdict_rejects_malformed_output(text, message):
+def test_parse_verdict_rejects_what_it_cannot_read(text, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         parse_verdict(text)
 
@@ -286,7 +366,7 @@ def test_agreement_rejects_non_boolean_verdicts():
         judge_agreement({"q01": True}, {"q01": "pass"})
 
 
-# --- labels (pure parsing; files are read by rageval.pipeline.judging.load_labels) -------------------------------
+# --- labels (rageval.metrics.labels: pure parsing; files are read by rageval.pipeline.judging.load_labels) -------
 def test_parse_labels_jsonl_and_mapping():
     text = '{"id": "q01", "label": "pass"}\n\n{"id": "q02", "label": "FAIL"}\n{"id": 3, "label": false}\n'
     assert parse_labels(text, "labels.jsonl", jsonl=True) == {"q01": True, "q02": False, "3": False}
@@ -311,3 +391,68 @@ def test_parse_labels_jsonl_and_mapping():
 def test_parse_labels_names_the_file_and_line_of_a_bad_entry(text, jsonl, message):
     with pytest.raises(DatasetError, match=re.escape(message)):
         parse_labels(text, "labels", jsonl=jsonl)
+
+
+# --- evaluator identity --------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["gpt-4o-mini", "GPT-4o-mini", "gpt-4o-mini-2024-07-18", "openai/gpt-4o-mini",
+                                  " OpenAI/GPT-4o-Mini-2024-07-18 ", "gpt-4o-mini:latest"])
+def test_model_key_sets_aside_case_provider_prefix_and_date_suffix(name):
+    assert model_key(name) == "gpt-4o-mini"
+
+
+@pytest.mark.parametrize("a, b", [("gpt-4o-mini", "gpt-4o"), ("gpt-4.1", "gpt-4.1-mini"), ("llama3:8b", "llama3:70b"),
+                                  ("claude-3-5-sonnet-20241022", "claude-3-5-haiku-20241022")])
+def test_model_key_keeps_different_models_apart(a, b):
+    assert model_key(a) != model_key(b)
+
+
+def judged_config(**judge):
+    return {"generation": {"model": "gpt-4o-mini"}, "judge": {"model": "gpt-4o", "faithfulness": True,
+                                                              "faithfulness_calls": "judge", "always": False,
+                                                              **JUDGE_PARAMETERS, **judge}}
+
+
+def test_judge_signature_is_what_must_match_for_judge_metrics_to_compare():
+    assert judge_signature(judged_config()) == {
+        "model": "gpt-4o", "prompt_version": JUDGE_PROMPT_VERSION, "temperature": 0.0, "faithfulness": True,
+        "faithfulness_calls": "judge", "always": False}
+    assert judge_signature(judged_config(model="openai/GPT-4o-2024-08-06")) == judge_signature(judged_config())
+    for change in ({"model": "gpt-4.1"}, {"prompt_version": "1"}, {"temperature": 0.7}, {"faithfulness": False},
+                   {"faithfulness_calls": "separate"}, {"always": True}):
+        assert judge_signature(judged_config(**change)) != judge_signature(judged_config()), change
+
+
+def test_judge_signature_without_a_judge_and_of_a_run_from_before_prompt_versions():
+    assert judge_signature({"judge": {"model": None}}) is None
+    assert judge_signature({}) is None and judge_signature(None) is None
+    old = {"judge": {"model": "gpt-4o", "allow_same_model": False, "faithfulness": True}}   # rageval 0.1.0
+    assert judge_signature(old) == {"model": "gpt-4o", "prompt_version": None, "temperature": 0.0,
+                                    "faithfulness": True, "faithfulness_calls": "separate", "always": True}
+    assert judge_signature(old) != judge_signature(judged_config())
+
+
+def test_a_release_0_1_0_runresult_has_no_judge_signature():
+    from conftest import ROOT
+    data = json.loads((ROOT / "tests" / "data" / "release-0.1.0" / "runresult.json").read_text(encoding="utf-8"))
+    assert judge_signature(data["config"]) is None          # no judge model configured there
+
+
+#: sha256 of every judge-family prompt, rendered for fixed inputs. It changes whenever a prompt
+#: does: then bump JUDGE_PROMPT_VERSION (runs judged by other prompts must not be compared) and
+#: update this value.
+PROMPTS_SHA256 = "e3f3c396d45bf2df5141fa63c3ae3a6768d2e790c297a6526b9d44b5fccf70f0"
+
+
+def rendered_prompts() -> str:
+    from rageval.metrics.faithfulness import extract_messages, verify_messages
+    msgs = [judge_messages("Q?", "E.", "S.", "A."), judge_messages("Q?", "E.", "S.", "A.", ["C1", "C2"]),
+            judge_messages("Q?", "E.", "", "A.", []), pair_messages("Q?", "E.", "S.", "A1", "A2"),
+            extract_messages("Q?", "A."), verify_messages(["c1", "c2"], ["C1"], "S.")]
+    return json.dumps(msgs, ensure_ascii=False, sort_keys=True)
+
+
+def test_the_judge_prompts_carry_their_version():
+    import hashlib
+    digest = hashlib.sha256(rendered_prompts().encode("utf-8")).hexdigest()
+    assert (digest, JUDGE_PROMPT_VERSION) == (PROMPTS_SHA256, "2"), (
+        "a judge prompt changed: bump JUDGE_PROMPT_VERSION in rageval/metrics/judge.py and update PROMPTS_SHA256")

@@ -1,6 +1,7 @@
 """ModelJudge inside a real run: the seed incident replayed through the runner, with the judge and
-faithfulness answered by a scripted OpenAI-compatible server over HTTP. Also the judge's admission
-to the gate (judge.min_agreement) and the labels file reader."""
+faithfulness answered by a scripted OpenAI-compatible server over HTTP — rules first, then one
+judge call per case that returns the verdict and the claims (or two more calls on the separate
+path). Also the judge's admission to the gate (judge.min_agreement) and the labels file reader."""
 
 from __future__ import annotations
 
@@ -10,13 +11,14 @@ import re
 import pytest
 from openai_server import OpenAIServer  # tests/ is on sys.path (conftest.py)
 from seed_data import POLICY
-from test_faithfulness import scripted_faithfulness
+from test_faithfulness import scripted_faithfulness, scripted_judge_with_claims
 from test_judge import block, scripted_judge, system
 
 from rageval.config import JudgeConfig, load_config
 from rageval.errors import DatasetError
 from rageval.golden.set import Case
 from rageval.metrics.faithfulness import EXTRACT_SYSTEM, VERIFY_SYSTEM
+from rageval.metrics.judge import JUDGE_CLAIMS_SYSTEM, JUDGE_SYSTEM
 from rageval.pipeline.apps import Retrieved, Trace
 from rageval.pipeline.judging import ModelJudge, judge_gate_allowed, load_labels
 from rageval.pipeline.llm import LLMClient
@@ -26,6 +28,8 @@ from rageval.pipeline.runner import prepare
 def scripted_model(body: dict) -> str:
     if system(body) in (EXTRACT_SYSTEM, VERIFY_SYSTEM):
         return scripted_faithfulness(body)
+    if system(body) == JUDGE_CLAIMS_SYSTEM:
+        return scripted_judge_with_claims(body)
     return scripted_judge(body)
 
 
@@ -35,10 +39,10 @@ def server():
         yield srv
 
 
-def judged_project(seed_project, server, tmp_path, *, faithfulness=True):
+def judged_project(seed_project, server, tmp_path, *, faithfulness=True, extra=""):
     path = seed_project["chunk-800"]
     path.write_text(path.read_text(encoding="utf-8")
-                    + f"judge: {{model: judge-model, faithfulness: {str(faithfulness).lower()}}}\n"
+                    + f"judge: {{model: judge-model, faithfulness: {str(faithfulness).lower()}{extra}}}\n"
                     + f"llm: {{base_url: '{server.base_url}', cache_dir: {tmp_path / 'cache'}, max_retries: 0}}\n",
                     encoding="utf-8")
     cfg = load_config(path)
@@ -47,8 +51,11 @@ def judged_project(seed_project, server, tmp_path, *, faithfulness=True):
     return prepare(cfg, client=client, judge=judge, env={}), judge
 
 
-def test_the_seed_incident_judged_end_to_end(seed_project, server, tmp_path):
-    evaluation, _ = judged_project(seed_project, server, tmp_path)
+CASES = ("q01", "q02", "q03", "q04", "q05")
+
+
+def test_the_seed_incident_judged_end_to_end_in_one_call_per_case(seed_project, server, tmp_path):
+    evaluation, _ = judged_project(seed_project, server, tmp_path, extra=", always: true")
     result = evaluation.run().to_dict()
     cases = {c["id"]: c for c in result["cases"]}
     q01 = cases["q01"]["checks"]
@@ -60,40 +67,75 @@ def test_the_seed_incident_judged_end_to_end(seed_project, server, tmp_path):
         {"claim": "Bạn có 30 ngày để đổi trả áo", "in_context": "supported", "in_expected": "contradicted"},
         {"claim": "miễn là hàng còn tem và nhãn", "in_context": "supported", "in_expected": "supported"},
     ]
-    assert (f["groundedness"], f["faithfulness"], f["state"], f["status"]) == (1.0, 0.5, "scored", "fail")
+    assert (f["groundedness"], f["faithfulness"], f["contradicted"], f["state"], f["status"]) == (
+        1.0, 0.5, 0.0, "scored", "fail")
     assert cases["q03"]["checks"]["judge"]["status"] == "fail"          # "5 ngày" is not "5 ngày làm việc"
     assert {q: cases[q]["checks"]["judge"]["status"] for q in ("q02", "q04", "q05")} == dict.fromkeys(
         ("q02", "q04", "q05"), "pass")
     assert result["summary"]["metrics"]["judge_pass"] == pytest.approx(3 / 5)
     assert result["summary"]["metrics"]["groundedness"] is not None
-    # calls per case: judge 1, faithfulness 2
+    # calls per case: one judge call (verdict and claims), no faithfulness call of its own
+    assert server.calls["chat"] == 5
+    assert evaluation.client.usage()["by_case"] == {q: {"judge": 1} for q in cases}
+    assert result["cost"]["calls"] == {"judge": 5} and result["cost"]["calls_per_case"] == 1.0
+    (q01_body,) = [b for b in server.bodies("chat") if block(b, "answer") == cases["q01"]["answer"]]
+    # the server's own count: words of the request's messages, words of its reply
+    assert result["cost"]["by_case"]["q01"] == {"judge": {
+        "calls": 1, "cache_hits": 0, "prompt_tokens": sum(len(m["content"].split()) for m in q01_body["messages"]),
+        "completion_tokens": len(scripted_model(q01_body).split()), "usd": 0.0}}
+    assert POLICY["DT-1"] in block(q01_body, "sources")
+    assert block(q01_body, "expected_answer") == cases["q01"]["expected_answer"]
+    assert result["config"]["judge"]["prompt_version"] == "2" and result["config"]["judge"]["temperature"] == 0.0
+
+
+def test_rules_first_cases_failing_a_rule_are_not_judged(seed_project, server, tmp_path):
+    evaluation, _ = judged_project(seed_project, server, tmp_path)
+    result = evaluation.run().to_dict()
+    cases = {c["id"]: c for c in result["cases"]}
+    # q01 ("30 ngày") and q03 ("5 ngày") fail the number rule: no model call is spent on them
+    for q in ("q01", "q03"):
+        assert cases[q]["checks"]["numbers"]["status"] == "fail" and cases[q]["passed"] is False
+        for name in ("judge", "faithfulness"):
+            check = cases[q]["checks"][name]
+            assert check["status"] == "skipped"
+            assert check["reason"].startswith("not judged: failed rules (numbers")
+    assert {q: cases[q]["checks"]["judge"]["status"] for q in ("q02", "q04", "q05")} == dict.fromkeys(
+        ("q02", "q04", "q05"), "pass")
+    assert server.calls["chat"] == 3 and set(evaluation.client.usage()["by_case"]) == {"q02", "q04", "q05"}
+    assert result["summary"]["metrics"]["judge_pass"] == 1.0            # over the 3 judged cases
+
+
+def test_the_separate_faithfulness_path_makes_two_more_calls_per_case(seed_project, server, tmp_path):
+    evaluation, _ = judged_project(seed_project, server, tmp_path, extra=", faithfulness_calls: separate, always: true")
+    result = evaluation.run().to_dict()
     assert server.calls["chat"] == 15
-    assert evaluation.client.usage()["by_case"] == {q: {"judge": 1, "faithfulness": 2} for q in cases}
-    assert result["cost"]["calls"] == {"judge": 5, "faithfulness": 10} and result["cost"]["calls_per_case"] == 3.0
-    judge_requests = [b for b in server.bodies("chat") if "<expected_answer>" in b["messages"][1]["content"]
-                      and block(b, "answer") == cases["q01"]["answer"]]
-    assert POLICY["DT-1"] in block(judge_requests[0], "sources")
-    assert block(judge_requests[0], "expected_answer") == cases["q01"]["expected_answer"]
+    assert evaluation.client.usage()["by_case"] == {q: {"judge": 1, "faithfulness": 2} for q in CASES}
+    assert result["cost"]["calls"] == {"faithfulness": 10, "judge": 5} and result["cost"]["calls_per_case"] == 3.0
+    q01 = {c["id"]: c for c in result["cases"]}["q01"]["checks"]["faithfulness"]
+    assert (q01["groundedness"], q01["faithfulness"], q01["state"]) == (1.0, 0.5, "scored")
 
 
 def test_an_unchanged_rerun_costs_zero_calls_and_the_gate_rerun_calls_again(seed_project, server, tmp_path):
-    evaluation, judge = judged_project(seed_project, server, tmp_path)
+    evaluation, judge = judged_project(seed_project, server, tmp_path, extra=", always: true")
     assert evaluation.judge is judge
     first = evaluation.run().to_dict()
-    assert server.calls["chat"] == 15
+    assert server.calls["chat"] == 5
     again = evaluation.run().to_dict()
-    assert server.calls["chat"] == 15                                     # all from the cache
+    assert server.calls["chat"] == 5                                      # all from the cache
     assert [c["checks"] for c in again["cases"]] == [c["checks"] for c in first["cases"]]
+    assert again["cost"]["calls_total"] == 0 and again["cost"]["cache_hits"] == 5      # this run's own cost
     rerun = evaluation.run(fresh=True).to_dict()                                  # the gate's re-run
-    assert judge.fresh is True and server.calls["chat"] == 30
+    assert judge.fresh is True and server.calls["chat"] == 10
     assert [c["checks"] for c in rerun["cases"]] == [c["checks"] for c in first["cases"]]
+    assert rerun["cost"]["calls"] == {"judge": 5}
 
 
 def test_without_faithfulness_only_the_judge_runs(seed_project, server, tmp_path):
-    evaluation, _ = judged_project(seed_project, server, tmp_path, faithfulness=False)
+    evaluation, _ = judged_project(seed_project, server, tmp_path, faithfulness=False, extra=", always: true")
     result = evaluation.run().to_dict()
     assert server.calls["chat"] == 5
     assert all("faithfulness" not in c["checks"] for c in result["cases"])
+    assert {system(b) for b in server.bodies("chat")} == {JUDGE_SYSTEM}          # no claims asked for
 
 
 CASE = Case("q01", "Mua áo mặc không vừa thì được trả trong mấy ngày?", ("DT-1",),
@@ -106,11 +148,14 @@ def test_model_judge_checks_claims_against_the_context_the_generator_saw(server,
     retrieved = (Retrieved("L2", ("DT-3", "DT-4"), POLICY["DT-3"] + "\n\n" + POLICY["DT-4"]),
                  Retrieved("L1", ("DT-1", "DT-2"), POLICY["DT-1"] + "\n\n" + POLICY["DT-2"]))
     trace = Trace("q01", "Bạn có 30 ngày để đổi trả áo", retrieved, context_k=1)
-    out = ModelJudge(client, JudgeConfig(model="judge-model", faithfulness=True)).check(CASE, trace, POLICY["DT-1"])
-    assert set(out) == {"judge", "faithfulness"}
-    verify = next(b for b in server.bodies("chat") if system(b) == VERIFY_SYSTEM)
-    assert block(verify, "context") == "[1] " + retrieved[0].text      # only the chunk within context_k
-    assert out["faithfulness"].details["groundedness"] == 1.0 and out["faithfulness"].details["faithfulness"] == 0.0
+    for calls in ("judge", "separate"):
+        cfg = JudgeConfig(model="judge-model", faithfulness=True, faithfulness_calls=calls)
+        out = ModelJudge(client, cfg).check(CASE, trace, POLICY["DT-1"])
+        assert set(out) == {"judge", "faithfulness"}
+        assert out["faithfulness"].details["groundedness"] == 1.0 and out["faithfulness"].details["faithfulness"] == 0.0
+    judged, verify = (next(b for b in server.bodies("chat") if system(b) == s) for s in (JUDGE_CLAIMS_SYSTEM, VERIFY_SYSTEM))
+    for body in (judged, verify):
+        assert block(body, "context") == "[1] " + retrieved[0].text      # only the chunk within context_k
 
 
 def test_model_judge_fresh_flag_bypasses_the_cache(server, tmp_path):
@@ -119,10 +164,26 @@ def test_model_judge_fresh_flag_bypasses_the_cache(server, tmp_path):
     judge = ModelJudge(client, JudgeConfig(model="judge-model", faithfulness=True))
     trace = Trace("q01", "Bạn có 30 ngày để đổi trả áo", (Retrieved("L2", ("DT-3",), POLICY["DT-3"]),))
     first = judge.check(CASE, trace, POLICY["DT-1"])
-    assert server.calls["chat"] == 3
-    assert judge.check(CASE, trace, POLICY["DT-1"]) == first and server.calls["chat"] == 3
+    assert server.calls["chat"] == 1
+    assert judge.check(CASE, trace, POLICY["DT-1"]) == first and server.calls["chat"] == 1
     judge.fresh = True
-    assert judge.check(CASE, trace, POLICY["DT-1"]) == first and server.calls["chat"] == 6
+    assert judge.check(CASE, trace, POLICY["DT-1"]) == first and server.calls["chat"] == 2
+
+
+@pytest.mark.parametrize("always, calls", [(False, 0), (True, 1)])
+def test_model_judge_skips_a_case_failing_rules_unless_always(server, tmp_path, always, calls):
+    from rageval.config import LLMConfig
+    client = LLMClient(LLMConfig(base_url=server.base_url), env={}, cache_dir=tmp_path)
+    judge = ModelJudge(client, JudgeConfig(model="judge-model", faithfulness=True, always=always))
+    trace = Trace("q01", "Bạn có 30 ngày để đổi trả áo", (Retrieved("L2", ("DT-3",), POLICY["DT-3"]),))
+    out = judge.check(CASE, trace, POLICY["DT-1"], ["numbers", "must_not_include"])
+    assert server.calls["chat"] == calls
+    if not always:
+        assert {k: (v.status, v.reason) for k, v in out.items()} == dict.fromkeys(
+            ("judge", "faithfulness"),
+            ("skipped", "not judged: failed rules (numbers, must_not_include); judge.always: true judges these too"))
+    else:
+        assert out["judge"].status == "fail"
 
 
 def test_model_judge_without_a_model_skips_and_calls_nothing(server):

@@ -14,11 +14,14 @@ import pytest
 from openai_server import (  # tests/ is on sys.path (conftest.py)
     Fault,
     OpenAIServer,
+    Refusal,
     deterministic_embedding,
 )
 
 from rageval.config import LLMConfig
+from rageval.cost import StageCost
 from rageval.errors import BudgetExceeded, ConfigError, ModelCallError, ModelError
+from rageval.pipeline.generation import ChatGenerator
 from rageval.pipeline.llm import MAX_WAIT_S, ChatResult, LLMClient
 
 SENTINEL = "sk-SENTINEL-123"
@@ -237,7 +240,7 @@ def test_budget_cap_stops_network_calls_but_not_cache_hits(tmp_path):
     with OpenAIServer(usage=(10, 5)) as srv:
         # 10 prompt tokens at $900/1M + 5 completion tokens at $200/1M = $0.009 + $0.001 = $0.01 a call
         client, _ = make_client(srv, tmp_path, max_cost_usd=0.03,
-                                prices={"gen-a": {"prompt": 900.0, "completion": 200.0}})
+                                prices={"gen-a": {"prompt": 900.0, "completion": 200.0}, "emb-1": {"prompt": 1.0}})
         results = [client.chat(ask(f"câu hỏi {i}"), model="gen-a") for i in range(3)]
         assert all(not r.cached for r in results)
         with pytest.raises(BudgetExceeded, match=r"^budget exceeded: spent \$0\.03 of llm\.max_cost_usd \$0\.03$"):
@@ -269,6 +272,75 @@ def test_usage_counts_stages_cases_tokens_and_unpriced_models(server, tmp_path):
     assert usage["unpriced_models"] == ["emb-1", "gen-a"]
     usage["by_case"]["q01"]["judge"] = 99
     assert client.usage()["by_case"]["q01"]["judge"] == 1     # a copy, not the live counters
+
+
+def test_ledger_counts_calls_hits_tokens_and_usd_per_stage_and_case(server, tmp_path):
+    client, _ = make_client(server, tmp_path, prices={"judge-m": {"prompt": 2.0, "completion": 8.0}})
+    client.chat(ask("one two three"), model="gen-a", case_id="q01")                      # 3 + 4 tokens, unpriced
+    start = client.ledger()
+    client.chat(ask("one two three four"), model="judge-m", stage="judge", case_id="q01")  # 4 + 5 tokens
+    client.chat(ask("one two three four"), model="judge-m", stage="judge", case_id="q01")  # cache hit
+    client.embed("emb-1", ["alpha beta", "gamma"], case_id="q02")                         # 3 tokens, one call
+    client.embed("emb-1", ["gamma"], case_id="q02")                                       # cache hit
+    ledger = client.ledger()
+    assert ledger.stages == {"generation": StageCost(1, 0, 3, 4, 0.0),
+                             "judge": StageCost(1, 1, 4, 5, (4 * 2.0 + 5 * 8.0) / 1e6),
+                             "embedding": StageCost(1, 1, 3, 0, 0.0)}
+    since = ledger.since(start)                                  # what one run made, apart from the earlier one
+    assert since.stages == {"judge": StageCost(1, 1, 4, 5, 4.8e-05), "embedding": StageCost(1, 1, 3, 0, 0.0)}
+    assert since.by_case == {"q01": {"judge": StageCost(1, 1, 4, 5, 4.8e-05)},
+                             "q02": {"embedding": StageCost(1, 1, 3, 0, 0.0)}}
+
+
+def test_an_unpriced_model_with_a_budget_is_refused_before_any_call(server, tmp_path):
+    client, _ = make_client(server, tmp_path, max_cost_usd=0.001, prices={"gpt-4o-mini": {"prompt": 0.15}})
+    with pytest.raises(ConfigError, match=r"llm.max_cost_usd is set, but model 'gpt-4.1' has no price in "
+                                          r"llm.prices.*Add `llm: \{prices: \{gpt-4.1: \{prompt: …"):
+        client.chat(ask("hello"), model="gpt-4.1", stage="judge")
+    assert server.calls["chat"] == 0
+
+
+def test_calls_past_the_cap_are_bounded_by_the_concurrency(tmp_path):
+    """16 threads, 4 calls in flight at most, $0.01 a call and a $0.05 cap: the cap allows 5 calls;
+    the calls already in flight when it is reached finish, and nothing else starts."""
+    concurrency, per_call, cap = 4, 0.01, 0.05
+    with OpenAIServer(usage=(10, 5), latency_s=0.05) as srv:
+        client, _ = make_client(srv, tmp_path, concurrency=concurrency, max_cost_usd=cap,
+                                prices={"gen-a": {"prompt": 900.0, "completion": 200.0}})
+
+        def one(i):
+            try:
+                return client.chat(ask(f"câu hỏi {i}"), model="gen-a")
+            except BudgetExceeded as exc:
+                return exc
+
+        with ThreadPoolExecutor(max_workers=16) as pool:
+            results = list(pool.map(one, range(40)))
+    allowed = round(cap / per_call)
+    answered = [r for r in results if isinstance(r, ChatResult)]
+    assert allowed <= srv.calls["chat"] <= allowed + concurrency - 1
+    assert len(answered) == srv.calls["chat"] == client.usage()["calls_total"]       # every call counted
+    assert srv.max_in_flight <= concurrency
+    assert sum(isinstance(r, BudgetExceeded) for r in results) == 40 - len(answered)
+    assert client.usage()["usd"] == pytest.approx(per_call * len(answered))
+
+
+def test_a_refusal_is_kept_apart_from_the_content_and_cached(tmp_path):
+    with OpenAIServer(responder=lambda body: Refusal("I can't help with that.")) as srv:
+        client, _ = make_client(srv, tmp_path)
+        first = client.chat(ask("grade this"), model="judge-m", stage="judge")
+        again = client.chat(ask("grade this"), model="judge-m", stage="judge")
+        assert srv.calls["chat"] == 1
+    assert (first.text, first.refusal, first.cached) == ("", "I can't help with that.", False)
+    assert (again.text, again.refusal, again.cached) == ("", "I can't help with that.", True)
+
+
+def test_the_chat_generator_answers_with_the_refusal_text(tmp_path):
+    (tmp_path / "prompt.j2").write_text("{{ question }}", encoding="utf-8")
+    with OpenAIServer(responder=lambda body: Refusal("Xin lỗi, tôi không thể trả lời.")) as srv:
+        client, _ = make_client(srv, tmp_path / "cache")
+        out = ChatGenerator(client, "gen-a", tmp_path / "prompt.j2").generate("Hỏi gì?", [], case_id="q01")
+    assert out.answer == "Xin lỗi, tôi không thể trả lời." and out.error is None
 
 
 # --- concurrency ---------------------------------------------------------------------------------------

@@ -16,12 +16,18 @@ from typing import Any, Protocol
 
 from rageval.errors import DatasetError
 from rageval.golden.set import Case
+from rageval.parse import finite, load_json, shown
 from rageval.results import Retrieved
 
-__all__ = ["RETRIEVED_KEYS", "TRACE_KEYS", "App", "Retrieved", "Trace", "request_for", "trace_from_dict"]
+__all__ = ["MAX_TRACE_BYTES", "RETRIEVED_KEYS", "TRACE_KEYS", "App", "Retrieved", "Trace", "load_trace_json",
+           "request_for", "trace_from_dict"]
 
 TRACE_KEYS = ("id", "answer", "retrieved", "usage", "latency_ms", "error")
 RETRIEVED_KEYS = ("chunk_id", "sections", "text", "score", "tokens")
+
+#: The most bytes one trace may take: a command app's line or an http app's response body. Over it,
+#: the case is an error and reading stops (a 1.5 GB response must not take 18.5 GB of memory).
+MAX_TRACE_BYTES = 10 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -57,52 +63,76 @@ class App(Protocol):
 
 
 def trace_from_dict(data: Any, where: str) -> Trace:
-    """Validate one trace object (a replay/command line or an http response). ``where`` names it."""
+    """Validate one trace object (a replay/command line or an http response). ``where`` names it.
+    Every number must be finite: a NaN score would make the results file invalid JSON."""
     if not isinstance(data, dict):
         raise DatasetError(f"{where}: a trace must be a JSON object, got {type(data).__name__}.")
     unknown = [k for k in data if k not in TRACE_KEYS]
     if unknown:
-        raise DatasetError(f"{where}: unknown trace key '{unknown[0]}'. Valid keys: {', '.join(TRACE_KEYS)}.")
+        raise DatasetError(f"{where}: unknown trace key {shown(unknown[0])}. Valid keys: {', '.join(TRACE_KEYS)}.")
     if not isinstance(data.get("id"), (str, int)) or isinstance(data.get("id"), bool):
         raise DatasetError(f"{where}: trace needs an 'id' matching a golden case id.")
     answer = data.get("answer")
     if answer is not None and not isinstance(answer, str):
-        raise DatasetError(f"{where}: 'answer' must be a string or null, got {answer!r}.")
+        raise DatasetError(f"{where}: 'answer' must be a string or null, got {shown(answer)}.")
     retrieved = data.get("retrieved")
-    items: tuple[Retrieved, ...] | None = None
-    if retrieved is not None:
-        if not isinstance(retrieved, list):
-            raise DatasetError(f"{where}: 'retrieved' must be a list of {{chunk_id, sections, text, score}}.")
-        parsed = []
-        for i, r in enumerate(retrieved, 1):
-            if not isinstance(r, dict) or not isinstance(r.get("chunk_id"), (str, int)):
-                raise DatasetError(f"{where}: retrieved item {i} needs a 'chunk_id'.")
-            sections = r.get("sections", [])
-            if not isinstance(sections, list) or not all(isinstance(s, str) for s in sections):
-                raise DatasetError(f"{where}: retrieved item {i}: 'sections' must be a list of section ids.")
-            score, tokens = r.get("score"), r.get("tokens")
-            if score is not None and (not isinstance(score, (int, float)) or isinstance(score, bool)):
-                raise DatasetError(f"{where}: retrieved item {i}: 'score' must be a number.")
-            if tokens is not None and (not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0):
-                raise DatasetError(f"{where}: retrieved item {i}: 'tokens' must be a non-negative integer.")
-            text = r.get("text") or ""
-            if not isinstance(text, str):
-                raise DatasetError(f"{where}: retrieved item {i}: 'text' must be a string.")
-            parsed.append(Retrieved(str(r["chunk_id"]), tuple(sections), text,
-                                    None if score is None else float(score), tokens))
-        items = tuple(parsed)
+    if retrieved is not None and not isinstance(retrieved, list):
+        raise DatasetError(f"{where}: 'retrieved' must be a list of {{chunk_id, sections, text, score}}.")
+    items = None if retrieved is None else tuple(_retrieved(r, f"{where}: retrieved item {i}")
+                                                 for i, r in enumerate(retrieved, 1))
     usage = data.get("usage") or {}
     if not isinstance(usage, dict):
         raise DatasetError(f"{where}: 'usage' must be an object like {{\"prompt_tokens\": 512}}.")
     error = data.get("error")
     if error is not None and not isinstance(error, str):
         error = str(error)
-    latency = data.get("latency_ms")
-    if latency is not None and (not isinstance(latency, (int, float)) or isinstance(latency, bool)):
-        raise DatasetError(f"{where}: 'latency_ms' must be a number.")
-    return Trace(str(data["id"]), answer, items,
-                 {str(k): int(v) for k, v in usage.items() if isinstance(v, (int, float)) and not isinstance(v, bool)},
-                 latency, error)
+    latency = _number(data.get("latency_ms"), f"{where}: 'latency_ms'")
+    # usage may hold nested details (OpenAI's completion_tokens_details): only its counts are kept
+    counts = {str(k): int(_number(v, f"{where}: usage.{k}", minimum=0))  # type: ignore[arg-type]
+              for k, v in usage.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return Trace(str(data["id"]), answer, items, counts, latency, error)
+
+
+def _retrieved(r: Any, where: str) -> Retrieved:
+    if not isinstance(r, dict) or not isinstance(r.get("chunk_id"), (str, int)):
+        raise DatasetError(f"{where} needs a 'chunk_id'.")
+    sections = r.get("sections", [])
+    if not isinstance(sections, list) or not all(isinstance(s, str) for s in sections):
+        raise DatasetError(f"{where}: 'sections' must be a list of section ids.")
+    tokens = r.get("tokens")
+    if tokens is not None and (not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0):
+        raise DatasetError(f"{where}: 'tokens' must be a non-negative integer.")
+    text = r.get("text") or ""
+    if not isinstance(text, str):
+        raise DatasetError(f"{where}: 'text' must be a string.")
+    score = _number(r.get("score"), f"{where}: 'score'")
+    return Retrieved(str(r["chunk_id"]), tuple(sections), text, None if score is None else float(score), tokens)
+
+
+def _number(value: Any, where: str, minimum: float | None = None) -> int | float | None:
+    """A finite number (or None); NaN, ±Infinity, an int too large for a float, or a number below
+    ``minimum`` is a DatasetError naming ``where``."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise DatasetError(f"{where} must be a number, got {shown(value)}.")
+    if not finite(value):
+        raise DatasetError(f"{where} must be a finite number, got {shown(value)}.")
+    if minimum is not None and value < minimum:
+        raise DatasetError(f"{where} must be ≥ {minimum:g}, got {shown(value)}.")
+    return value
+
+
+def load_trace_json(data: bytes, where: str) -> Any:
+    """One trace's JSON from an app's output (a command's line, an http body), read as strictly
+    as a file (rageval.parse: UTF-8, no NaN/Infinity, no duplicate key, bounded nesting);
+    DatasetError naming ``where`` otherwise."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"{where}: not UTF-8 text (byte {exc.start}: {data[exc.start:exc.start + 4]!r}). "
+                           "Write the trace as UTF-8 JSON.") from None
+    return load_json(text, where, error=DatasetError)
 
 
 def request_for(case: Case) -> dict[str, Any]:
