@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 from pathlib import Path
 
 SYLLABLES = ("doi tra hang hoan tien giao van chuyen bao hanh thanh vien phi don kho ngay thang "
@@ -92,3 +93,8 @@ def write_project(folder: Path, n_sections: int, n_cases: int, *, golden_format:
     cfg.write_text(f"golden: {golden.name}\ncorpus: corpus.json\nchunking: {{size: 200}}\n"
                    f"retrieval: {{top_k: {top_k}, k: [1, 3, 5]}}\napp: {{concurrency: 2}}\n", encoding="utf-8")
     return cfg
+
+
+if __name__ == "__main__":          # python bench/synthetic.py FOLDER SECTIONS CASES [json|yaml]
+    folder, sections, cases, *fmt = sys.argv[1:]
+    print(write_project(Path(folder), int(sections), int(cases), golden_format=fmt[0] if fmt else "json"))
