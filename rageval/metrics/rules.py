@@ -17,7 +17,7 @@ import re
 from collections.abc import Sequence
 
 from rageval.metrics.base import CheckResult
-from rageval.text import fold, normalize
+from rageval.text import folded_words, normalize
 
 #: Phrases that mean "the documents do not say". Vietnamese first, then English. They are kept
 #: specific on purpose: a bare "không tìm thấy" would also match an in-scope instruction such as
@@ -37,12 +37,9 @@ DEFAULT_REFUSAL_MARKERS: tuple[str, ...] = (
     "unable to answer", "not specified", "could not find", "couldn't find",
 )
 
-_WORD = re.compile(r"\w+")
-
-
 def _words(text: str) -> str:
     """Folded words joined by single spaces, padded so a marker matches whole words only."""
-    return " " + " ".join(_WORD.findall(fold(text))) + " "
+    return " " + " ".join(folded_words(text)) + " "
 
 
 def _phrase_pattern(phrase: str) -> re.Pattern[str]:
