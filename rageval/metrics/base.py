@@ -7,6 +7,7 @@ one whose model call failed is ``error`` — never NaN, never a silent pass.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -60,6 +61,7 @@ class MetricName:
         return self.family in RETRIEVAL_FAMILIES
 
 
+@functools.lru_cache(maxsize=1024)
 def parse_metric(name: str) -> MetricName:
     """Parse one metric's string form; raise ValueError listing the valid forms otherwise."""
     if not isinstance(name, str):

@@ -13,6 +13,7 @@ Nothing here does I/O.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 
@@ -105,6 +106,12 @@ def _markers(markers: Sequence[str] | None) -> list[tuple[str, str]]:
         markers = DEFAULT_REFUSAL_MARKERS
     if isinstance(markers, str):
         raise ValueError(f"checks.refusal_markers must be a list of phrases, got the string {markers!r}")
+    return list(_folded_markers(tuple(markers)))
+
+
+@functools.lru_cache(maxsize=16)
+def _folded_markers(markers: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """Each marker with its folded words, computed once per marker list (not once per case)."""
     out = []
     for n, marker in enumerate(markers, 1):
         if not isinstance(marker, str) or not _words(marker).strip():
@@ -113,7 +120,7 @@ def _markers(markers: Sequence[str] | None) -> list[tuple[str, str]]:
     if not out:
         raise ValueError("checks.refusal_markers is empty, so no answer could ever decline; "
                          "leave the key out to use the built-in markers")
-    return out
+    return tuple(out)
 
 
 def validate_refusal_markers(markers: Sequence[str] | None) -> tuple[str, ...]:

@@ -104,9 +104,11 @@ class Evaluation:
             return score_case(case, trace, self.corpus, self.cfg, self.judge)
 
         out: list[CaseResult] = []
-        workers = max(1, min(self.cfg.app.concurrency, len(cases)))
+        # threads only help an app that waits (a model, a service); an in-process deterministic
+        # pipeline is CPU-bound, where threads only contend for the GIL
+        workers = 1 if self.deterministic else max(1, min(self.cfg.app.concurrency, len(cases)))
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            for result in pool.map(one, cases):
+            for result in (map(one, cases) if workers == 1 else pool.map(one, cases)):
                 out.append(result)
                 if progress:
                     progress(len(out), len(cases))
