@@ -272,7 +272,7 @@ scenario() {  # every run of step 4 on image $IMAGE
   grep -q "auto: push event on main" "$OUT" || { show; fail "mode auto did not pick baseline for a push to main"; }
   [ "$(output_value "$OUTPUT" verdict)" = none ] || fail "baseline: verdict output is not 'none'"
   [ "$(output_value "$OUTPUT" results)" = baseline/rageval-baseline.json ] || fail "baseline: results output"
-  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["schema_version"]==1 and d["cases"], d.keys()' \
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["schema_version"]==2 and d["cases"], d.keys()' \
     "$WS/baseline/rageval-baseline.json" || fail "baseline: results file is not a RunResult"
   grep -q "baseline" "$SUMMARY" || fail "baseline: step summary is empty"
   readable_by_runner "$WS/baseline/rageval-baseline.json" "$WS/baseline/rageval-baseline.md"

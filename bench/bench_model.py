@@ -436,7 +436,8 @@ def _run_phase(server: OpenAIServer, recorder: Recorder, cfg: Any, env: dict[str
     started = time.perf_counter()
     ev = prepare(cfg, subset=subset, env=env)
     ids = [c.id for c in ev.golden.cases][:cases] if cases else None
-    result = ev.run(case_ids=ids).to_dict()
+    run = ev.run(case_ids=ids)
+    result = {**run.to_dict(), "cases": [c.to_dict() for c in run.cases]}   # every case field inline
     wall = time.perf_counter() - started
     measured = _per_case(recorder.since(mark), result["summary"]["n_cases"], lambda c: STAGE_OF_KIND.get(c.kind, c.kind))
     ours = {k: v for k, v in measured["calls"].items() if k in ("generation", "judge", "faithfulness")}

@@ -129,14 +129,21 @@ def read_json(path: str | os.PathLike[str], error: type[RagevalError] = ResultEr
     return load_json(read_bytes(path, error=error), str(path), error=error)
 
 
-def to_json(data: Any) -> str:
-    """The JSON rageval writes: UTF-8 text, indent 1, never NaN or Infinity."""
+def to_json(data: Any, *, compact: bool = False) -> str:
+    """The JSON rageval writes: UTF-8 text, never NaN or Infinity; indented by one space, or
+    ``compact`` (no whitespace at all) for large machine-read files."""
+    if compact:
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n"
     return json.dumps(data, ensure_ascii=False, indent=1, allow_nan=False) + "\n"
 
 
 def write_json(path: str | os.PathLike[str], data: Any) -> None:
-    """Write JSON atomically (see write_text); a record with ``to_dict`` is written as that."""
-    write_text(path, to_json(data.to_dict() if hasattr(data, "to_dict") else data))
+    """Write JSON atomically (see write_text); a record with ``to_dict`` is written as that, and
+    compact when it says so (``compact_json``)."""
+    if hasattr(data, "to_dict"):
+        write_text(path, to_json(data.to_dict(), compact=getattr(data, "compact_json", False)))
+    else:
+        write_text(path, to_json(data))
 
 
 def _umask() -> int:

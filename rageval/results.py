@@ -18,16 +18,16 @@ Reading and writing the files (strict JSON, atomic writes) is ``rageval.files``'
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
 from rageval.cost import Cost  # noqa: F401 - re-exported: part of the RunResult contract
 from rageval.errors import RagevalError, ResultError
 from rageval.files import Reader, read_json
+from rageval.packing import pack, unpack
 from rageval.records import (  # noqa: F401 - re-exported: results is where records are imported from
     COUNT_METRICS,
     ERROR,
@@ -44,7 +44,9 @@ from rageval.records import (  # noqa: F401 - re-exported: results is where reco
     slice_labels,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: versions this rageval reads: 1 (release 0.1.0: every text inline) and 2 (packed: rageval.packing)
+READS = (1, 2)
 
 MSG_SCHEMA = ("RunResult schema_version {got!r} is not supported (this rageval reads {want}). "
               "Re-create it with this rageval version (`rageval run --out` or `rageval baseline`).")
@@ -213,55 +215,6 @@ RUN_KEYS = ("schema_version", "tool", "created_at", "git_sha", "golden", "corpus
             "timings")
 
 
-def chunk_table(cases: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
-    """Move the retrieved chunks' texts out of ``cases`` (dicts, changed in place) into one table,
-    ``{chunk_id: {"sha256": …, "text": …}}``: each chunk's text is written once per run, however
-    many cases retrieved it. An item whose text differs from its id's entry (an app that reused a
-    chunk id) or is empty keeps its text inline."""
-    table: dict[str, dict[str, str]] = {}
-    for case in cases:
-        for item in case.get("retrieved") or ():
-            text = item.get("text")
-            if not text:
-                continue
-            entry = table.get(item["chunk_id"])
-            if entry is None:
-                entry = table[item["chunk_id"]] = {"sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
-                                                   "text": text}
-            if entry["text"] == text:
-                del item["text"]
-    return table
-
-
-def _with_chunk_texts(data: Mapping[str, Any], r: Reader) -> Any:
-    """``data["cases"]`` with each retrieved item's text put back from the chunk table (checked
-    against its sha256); a RunResult without a table is returned as it is."""
-    if data.get("chunks") is None:
-        return data["cases"]
-    texts = {}
-    for chunk_id, entry in r.obj(data["chunks"], "chunks").items():
-        where = f"chunks.{chunk_id}"
-        entry = r.obj(entry, where)
-        text = r.str_(r.req(entry, "text", where), f"{where}.text")
-        digest = r.str_(r.req(entry, "sha256", where), f"{where}.sha256")
-        if hashlib.sha256(text.encode("utf-8")).hexdigest() != digest:  # type: ignore[union-attr]
-            raise r.fail(f"{where}.sha256", "does not match the chunk's text (the file was edited or truncated)")
-        texts[chunk_id] = text
-    cases = []
-    for i, case in enumerate(r.lst(data["cases"], "cases")):
-        if isinstance(case, Mapping) and isinstance(case.get("retrieved"), list):
-            items = []
-            for j, item in enumerate(case["retrieved"]):
-                if isinstance(item, Mapping) and "text" not in item:
-                    chunk_id = item.get("chunk_id")
-                    if chunk_id not in texts:
-                        raise r.fail(f"cases[{i}].retrieved[{j}]",
-                                     f"chunk {chunk_id!r} has no text here and none in the chunk table")
-                    item = {**item, "text": texts[chunk_id]}
-                items.append(item)
-            case = {**case, "retrieved": items}
-        cases.append(case)
-    return cases
 RUN_REQUIRED = ("schema_version", "golden", "config", "metric_names", "summary", "cases")
 
 
@@ -274,7 +227,7 @@ class RunResult:
     metric_names: tuple[str, ...]
     summary: Summary
     cases: tuple[CaseResult, ...]
-    schema_version: int = SCHEMA_VERSION
+    schema_version: int = SCHEMA_VERSION           # what to_dict writes; files of READS load
     tool: Mapping[str, Any] = field(default_factory=dict)
     created_at: str | None = None
     git_sha: str | None = None
@@ -287,6 +240,9 @@ class RunResult:
     flaky: tuple[str, ...] = ()
     cost: Cost = field(default_factory=Cost)
     timings: Mapping[str, float] = field(default_factory=dict)
+
+    #: written without indentation: a machine's file, and a third smaller (rageval.files.write_json)
+    compact_json = True
 
     @cached_property
     def case_map(self) -> dict[str, CaseResult]:
@@ -305,13 +261,15 @@ class RunResult:
         return replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON written (schema_version 2): packed (rageval.packing), each text written once."""
         cases = [c.to_dict() for c in self.cases]
+        chunks = pack(cases, self.golden.cases)
         return {
-            "schema_version": self.schema_version, "tool": dict(self.tool), "created_at": self.created_at,
+            "schema_version": SCHEMA_VERSION, "tool": dict(self.tool), "created_at": self.created_at,
             "git_sha": self.git_sha, "golden": self.golden.to_dict(), "corpus": self.corpus,
             "golden_checks": self.golden_checks, "app": dict(self.app), "config": self.config,
             "config_fingerprint": self.config_fingerprint, "metric_names": list(self.metric_names),
-            "summary": self.summary.to_dict(), "chunks": chunk_table(cases), "cases": cases, "repeats": self.repeats,
+            "summary": self.summary.to_dict(), "chunks": chunks, "cases": cases, "repeats": self.repeats,
             "noise": None if self.noise is None else self.noise.to_dict(), "flaky": list(self.flaky),
             "cost": self.cost.to_dict(), "timings": dict(self.timings),
         }
@@ -323,12 +281,12 @@ class RunResult:
         r = Reader(where, error)
         if not isinstance(data, Mapping) or "schema_version" not in data:
             raise error(f"{where}: not a RunResult (no schema_version). Produce it with `rageval run --out`.")
-        if data["schema_version"] != SCHEMA_VERSION or isinstance(data["schema_version"], bool):
-            raise error(f"{where}: " + MSG_SCHEMA.format(got=data["schema_version"], want=SCHEMA_VERSION))
+        if data["schema_version"] not in READS or isinstance(data["schema_version"], bool):
+            raise error(f"{where}: " + MSG_SCHEMA.format(got=data["schema_version"], want=" and ".join(map(str, READS))))
         r.keys(data, RUN_KEYS, "")
         for name in RUN_REQUIRED:
             r.req(data, name, "")
-        cases = tuple(CaseResult.from_dict(c, f"cases[{i}]", r) for i, c in enumerate(_with_chunk_texts(data, r)))
+        cases = tuple(CaseResult.from_dict(c, f"cases[{i}]", r) for i, c in enumerate(unpack(data, r)))
         seen: set[str] = set()
         for case in cases:
             if case.id in seen:

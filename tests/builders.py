@@ -74,3 +74,9 @@ def rate_cases(rate: float, n: int = 200, *, prefix: str = "q", metric: str | No
     n_pass = round(rate * n)
     metrics = None if metric is None else {**retrieval_metrics(1), metric: rate}
     return [case(f"{prefix}{i}", passed=i < n_pass, metrics=metrics) for i in range(n)]
+
+
+def as_dict(result: RunResult) -> dict[str, Any]:
+    """A RunResult as plain JSON with every case field inline (the file packs texts and golden
+    fields; rageval.packing), for tests that read a run as a dict."""
+    return {**result.to_dict(), "cases": [c.to_dict() for c in result.cases]}

@@ -193,12 +193,12 @@ TABLE = [
         ("nope.jsonl", "not found")),
     # --- results files ------------------------------------------------------------------------
     Bad("baseline-deep", GATE, {"base.json": DEEP_JSON}, ("base.json", "nested")),
-    Bad("baseline-nan-pass-rate", GATE, {"base.json": edit('"pass_rate": 1.0', '"pass_rate": NaN')}, ("base.json", "NaN")),
+    Bad("baseline-nan-pass-rate", GATE, {"base.json": edit('"pass_rate":1.0', '"pass_rate":NaN')}, ("base.json", "NaN")),
     Bad("baseline-string-pass-rate", GATE, {"base.json": set_key("summary", "metrics", "pass_rate", "1.0")},
         ("base.json", "pass_rate")),
     # a null (n/a) summary value is not bad input: the gate recomputes every summary from the cases
     # (tests/gate/test_fail_closed.py: the drop then blocks)
-    Bad("baseline-infinite-sigma", GATE, {"base.json": edit('"noise": null', '"noise": {"sigma": {"mrr@5": Infinity}}')},
+    Bad("baseline-infinite-sigma", GATE, {"base.json": edit('"noise":null', '"noise":{"sigma":{"mrr@5":Infinity}}')},
         ("base.json", "Infinity")),
     Bad("baseline-corpus-section-not-an-object", GATE, {"base.json": set_key("corpus", "sections", {"DT-1": "x"})},
         ("base.json", "corpus.sections.DT-1")),
@@ -210,7 +210,7 @@ TABLE = [
     Bad("baseline-missing", GATE, {"base.json": None}, ("base.json", "not found")),
     Bad("candidate-case-passed-not-bool", GATE, {"cand.json": set_key("cases", 1, "passed", "yes")},
         ("cand.json", "cases[q02].passed")),
-    Bad("candidate-case-without-id", GATE, {"cand.json": edit('"id": "q02",', "")}, ("cand.json", "cases[1]")),
+    Bad("candidate-case-without-id", GATE, {"cand.json": edit('"id":"q02",', "")}, ("cand.json", "cases[1]")),
     Bad("candidate-is-a-verdict", ("gate", "--config", CFG, "--baseline", "base.json", "--candidate", "verdict.json",
                                    "--out", "out.json"), {}, ("verdict.json",)),
     Bad("report-metrics-oops", REPORT, {"verdict.json": set_key("metrics", "oops")}, ("verdict.json", "metrics")),

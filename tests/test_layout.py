@@ -21,7 +21,7 @@ LAYERS = {
     "rageval.golden": 3,
     "rageval.config": 2, "rageval.settings": 2,
     "rageval.metrics": 1,
-    "rageval.text": 0, "rageval.results": 0, "rageval.records": 0, "rageval.files": 0, "rageval.errors": 0, "rageval.parse": 0, "rageval": 0,
+    "rageval.text": 0, "rageval.results": 0, "rageval.records": 0, "rageval.files": 0, "rageval.packing": 0, "rageval.errors": 0, "rageval.parse": 0, "rageval": 0,
 }
 
 

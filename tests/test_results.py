@@ -2,7 +2,7 @@
 
 The files under tests/data/release-0.1.0/ were written by rageval 0.1.0 before the typed records
 (commit 449be4a, the seeds' incident as a replay project): they must load and re-serialise to the
-same bytes, but for the chunk table (each retrieved chunk's text written once per run)."""
+same records, key for key; rageval writes them back packed (schema_version 2: rageval/packing.py)."""
 
 from __future__ import annotations
 
@@ -23,16 +23,10 @@ from rageval.results import RunResult, load_result
 RELEASE = Path(__file__).parent / "data" / "release-0.1.0"
 
 
-def texts_inline(data: dict) -> dict:
-    """A RunResult dict with each retrieved chunk's text back in its case, and no chunk table:
-    the form release 0.1.0 wrote."""
-    data = copy.deepcopy(data)
-    table = data.pop("chunks") or {}
-    for case in data["cases"]:
-        for item in case["retrieved"] or ():
-            item.setdefault("text", table.get(item["chunk_id"], {}).get("text"))
-            item["text"] = item.pop("text")       # back in the release's key order
-            item.update({k: item.pop(k) for k in ("score", "tokens")})
+def as_release_wrote(result: RunResult) -> dict:
+    """What release 0.1.0 wrote for ``result``: schema 1, every case field and chunk text inline."""
+    data = {**result.to_dict(), "schema_version": 1, "cases": [c.to_dict() for c in result.cases]}
+    del data["chunks"]
     return data
 
 
@@ -40,10 +34,27 @@ def texts_inline(data: dict) -> dict:
 def test_runresults_of_the_release_load_and_reserialise_byte_for_byte(name):
     text = (RELEASE / name).read_text(encoding="utf-8")
     result = load_result(RELEASE / name)
-    written = result.to_dict()
-    assert to_json(texts_inline(written)) == text          # the same JSON, chunk texts aside
-    assert RunResult.from_dict(json.loads(to_json(written))) == result
+    assert to_json(as_release_wrote(result)) == text        # nothing lost, key for key
+    written = result.to_dict()                               # schema 2: packed
+    assert written["schema_version"] == 2
+    assert RunResult.from_dict(json.loads(to_json(written, compact=True))) == result
     assert result.case_ids == ["q01", "q02", "q03", "q04", "q05"]
+
+
+def test_a_case_field_the_golden_snapshot_holds_is_written_once():
+    result = load_result(RELEASE / "runresult.json")
+    written = result.to_dict()
+    assert all("question" not in c and "expected_answer" not in c for c in written["cases"])
+    assert all("sections" not in item and "tokens" not in item for c in written["cases"] for item in c["retrieved"])
+    snapshot = written["golden"]["cases"]
+    del snapshot["q02"]                                       # a case the snapshot does not hold …
+    with pytest.raises(ResultError, match=r"cases\[1\]\.question: missing"):
+        RunResult.from_dict(json.loads(to_json(written)))
+    edited = result.replace(cases=tuple(c.replace(question="asked otherwise") if c.id == "q02" else c
+                                        for c in result.cases))
+    packed = edited.to_dict()                                 # … or a case that differs from it keeps its own
+    assert packed["cases"][1]["question"] == "asked otherwise"
+    assert RunResult.from_dict(json.loads(to_json(packed))) == edited
 
 
 def test_each_chunk_text_is_written_once_per_run():
@@ -114,7 +125,7 @@ def set_path(data: dict, path: tuple, value) -> dict:
     (("cases", 0, "checks", "numbers", "score"), math.nan, r"cases\[q01\]\.checks\.numbers\.score: expected a finite number"),
     (("cases", 0, "checks", "numbers", "status"), "maybe", r"cases\[q01\]\.checks\.numbers\.status: expected one of"),
     (("cases", 0, "retrieved", 0, "score"), math.nan, r"cases\[q01\]\.retrieved\[0\]\.score: expected a finite number"),
-    (("cases", 0, "question"), KeyError, r"cases\[0\]\.question: missing"),
+    (("cases", 0, "id"), KeyError, r"cases\[0\]\.id: missing"),
     (("cases", 0, "first_relevant_rank"), 0, r"cases\[q01\]\.first_relevant_rank: expected an integer ≥ 1"),
     (("cases", 0, "surprise"), 1, r"cases\[0\]\.surprise: unknown key"),
     (("noise",), {"sigma": {"mrr@5": math.inf}}, r"noise\.sigma\.mrr@5: expected a finite number"),
@@ -135,7 +146,7 @@ def set_path(data: dict, path: tuple, value) -> dict:
     (("golden", "cases", "q01", "numbers"), "7 ngày", r"golden\.cases\.q01\.numbers: expected a list"),
     (("golden", "cases", "q01", "question"), 7, r"golden\.cases\.q01\.question: expected a string"),
     (("repeats",), True, r"repeats: expected an integer"),
-    (("schema_version",), 2, r"RunResult schema_version 2 is not supported \(this rageval reads 1\)"),
+    (("schema_version",), 3, r"RunResult schema_version 3 is not supported \(this rageval reads 1 and 2\)"),
 ])
 def test_from_dict_names_the_key_of_what_is_wrong(path, value, message):
     with pytest.raises(ResultError, match=r"^baseline\.json: " + message):

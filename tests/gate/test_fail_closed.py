@@ -77,7 +77,8 @@ def test_a_config_key_written_twice_is_an_error_not_the_last_one_winning(demo, r
 def test_a_baseline_with_a_non_finite_or_non_numeric_rate_is_bad_input(demo, run_cli, tmp_path, value, message):
     text = demo["baseline"].read_text(encoding="utf-8")
     bad = tmp_path / "baseline.json"
-    bad.write_text(text.replace('"pass_rate": 1.0', f'"pass_rate": {value}', 1), encoding="utf-8")
+    assert '"pass_rate":1.0' in text                     # RunResults are written compact
+    bad.write_text(text.replace('"pass_rate":1.0', f'"pass_rate":{value}', 1), encoding="utf-8")
     code, _, err = run_cli("gate", "--config", demo["project"] / "rageval-800.yml", "--subset", "pr",
                            "--baseline", bad, "--candidate", demo["candidate"])
     assert code == 2 and message in err and str(bad) in err

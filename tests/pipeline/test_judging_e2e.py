@@ -9,6 +9,7 @@ import json
 import re
 
 import pytest
+from builders import as_dict
 from openai_server import OpenAIServer  # tests/ is on sys.path (conftest.py)
 from seed_data import POLICY
 from test_faithfulness import scripted_faithfulness, scripted_judge_with_claims
@@ -56,7 +57,7 @@ CASES = ("q01", "q02", "q03", "q04", "q05")
 
 def test_the_seed_incident_judged_end_to_end_in_one_call_per_case(seed_project, server, tmp_path):
     evaluation, _ = judged_project(seed_project, server, tmp_path, extra=", always: true")
-    result = evaluation.run().to_dict()
+    result = as_dict(evaluation.run())
     cases = {c["id"]: c for c in result["cases"]}
     q01 = cases["q01"]["checks"]
     assert q01["judge"]["status"] == "fail"
@@ -90,7 +91,7 @@ def test_the_seed_incident_judged_end_to_end_in_one_call_per_case(seed_project, 
 
 def test_rules_first_cases_failing_a_rule_are_not_judged(seed_project, server, tmp_path):
     evaluation, _ = judged_project(seed_project, server, tmp_path)
-    result = evaluation.run().to_dict()
+    result = as_dict(evaluation.run())
     cases = {c["id"]: c for c in result["cases"]}
     # q01 ("30 ngày") and q03 ("5 ngày") fail the number rule: no model call is spent on them
     for q in ("q01", "q03"):
@@ -107,7 +108,7 @@ def test_rules_first_cases_failing_a_rule_are_not_judged(seed_project, server, t
 
 def test_the_separate_faithfulness_path_makes_two_more_calls_per_case(seed_project, server, tmp_path):
     evaluation, _ = judged_project(seed_project, server, tmp_path, extra=", faithfulness_calls: separate, always: true")
-    result = evaluation.run().to_dict()
+    result = as_dict(evaluation.run())
     assert server.calls["chat"] == 15
     assert evaluation.client.usage()["by_case"] == {q: {"judge": 1, "faithfulness": 2} for q in CASES}
     assert result["cost"]["calls"] == {"faithfulness": 10, "judge": 5} and result["cost"]["calls_per_case"] == 3.0
@@ -118,13 +119,13 @@ def test_the_separate_faithfulness_path_makes_two_more_calls_per_case(seed_proje
 def test_an_unchanged_rerun_costs_zero_calls_and_the_gate_rerun_calls_again(seed_project, server, tmp_path):
     evaluation, judge = judged_project(seed_project, server, tmp_path, extra=", always: true")
     assert evaluation.judge is judge
-    first = evaluation.run().to_dict()
+    first = as_dict(evaluation.run())
     assert server.calls["chat"] == 5
-    again = evaluation.run().to_dict()
+    again = as_dict(evaluation.run())
     assert server.calls["chat"] == 5                                      # all from the cache
     assert [c["checks"] for c in again["cases"]] == [c["checks"] for c in first["cases"]]
     assert again["cost"]["calls_total"] == 0 and again["cost"]["cache_hits"] == 5      # this run's own cost
-    rerun = evaluation.run(fresh=True).to_dict()                                  # the gate's re-run
+    rerun = as_dict(evaluation.run(fresh=True))                                  # the gate's re-run
     assert judge.fresh is True and server.calls["chat"] == 10
     assert [c["checks"] for c in rerun["cases"]] == [c["checks"] for c in first["cases"]]
     assert rerun["cost"]["calls"] == {"judge": 5}
@@ -132,7 +133,7 @@ def test_an_unchanged_rerun_costs_zero_calls_and_the_gate_rerun_calls_again(seed
 
 def test_without_faithfulness_only_the_judge_runs(seed_project, server, tmp_path):
     evaluation, _ = judged_project(seed_project, server, tmp_path, faithfulness=False, extra=", always: true")
-    result = evaluation.run().to_dict()
+    result = as_dict(evaluation.run())
     assert server.calls["chat"] == 5
     assert all("faithfulness" not in c["checks"] for c in result["cases"])
     assert {system(b) for b in server.bodies("chat")} == {JUDGE_SYSTEM}          # no claims asked for

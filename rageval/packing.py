@@ -1,0 +1,104 @@
+"""How a RunResult is packed into JSON (schema_version 2) and unpacked back.
+
+A run of 5,000 cases over a few thousand chunks repeats the same texts many times. Packing writes
+each thing once:
+
+* **the chunk table** (``chunks``): each retrieved chunk's text, sections and token count, keyed
+  by chunk id (with the text's sha256); a case's retrieved item keeps only its ``chunk_id`` and
+  ``score``. An item that disagrees with its id's entry (an app that reused a chunk id) keeps its
+  own values inline.
+* **the golden fields of a case** (``question``, ``expected_answer``, ``expected_sections``,
+  ``slice``, ``tags``, ``out_of_scope``) are left out where the golden snapshot
+  (``golden.cases``) holds the same values.
+
+Unpacking puts everything back, so the records in memory (and what ``from_dict`` validates) are
+the same for schema 1 and 2. A chunk table whose text does not match its sha256, or a case whose
+fields are neither inline nor in the snapshot, is bad input naming the key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+from rageval.files import Reader
+
+#: case fields the golden snapshot holds too, in the order a case record writes them
+GOLDEN_FIELDS = ("question", "expected_answer", "expected_sections", "slice", "tags", "out_of_scope")
+#: what a chunk table entry may carry besides its text
+CHUNK_FIELDS = ("sections", "tokens")
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _same(snapshot_value: Any, value: Any) -> bool:
+    """Equal as JSON: lists and tuples alike, a missing snapshot field as its empty value."""
+    return (snapshot_value if snapshot_value is not None else type(value)()) == value
+
+
+def pack(cases: list[dict[str, Any]], snapshot: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Any]:
+    """Pack ``cases`` (plain dicts, changed in place); return the chunk table."""
+    table: dict[str, dict[str, Any]] = {}
+    for case in cases:
+        golden = (snapshot or {}).get(case["id"])
+        if golden is not None:
+            for name in GOLDEN_FIELDS:
+                if name in case and _same(golden.get(name), case[name]):
+                    del case[name]
+        for item in case.get("retrieved") or ():
+            text = item.get("text")
+            if not text:
+                continue
+            entry = table.setdefault(item["chunk_id"], {"sha256": _sha(text), "text": text,
+                                                        **{k: item.get(k) for k in CHUNK_FIELDS}})
+            if entry["text"] != text:
+                continue
+            del item["text"]
+            for name in CHUNK_FIELDS:
+                if item.get(name) == entry.get(name):
+                    item.pop(name, None)
+    return table
+
+
+def _table(data: Mapping[str, Any], r: Reader) -> dict[str, Mapping[str, Any]]:
+    table = {}
+    for chunk_id, entry in r.obj(data.get("chunks") or {}, "chunks").items():
+        where = f"chunks.{chunk_id}"
+        entry = r.obj(entry, where)
+        text = r.str_(r.req(entry, "text", where), f"{where}.text")
+        if _sha(text) != r.str_(r.req(entry, "sha256", where), f"{where}.sha256"):  # type: ignore[arg-type]
+            raise r.fail(f"{where}.sha256", "does not match the chunk's text (the file was edited or truncated)")
+        table[str(chunk_id)] = entry
+    return table
+
+
+def _item(item: Any, table: Mapping[str, Mapping[str, Any]], key: str, r: Reader) -> Any:
+    if not isinstance(item, Mapping) or "text" in item:
+        return item
+    entry = table.get(item.get("chunk_id"))
+    if entry is None:
+        raise r.fail(key, f"chunk {item.get('chunk_id')!r} has no text here and none in the chunk table")
+    return {**{k: entry[k] for k in ("text", *CHUNK_FIELDS) if k in entry}, **item}
+
+
+def unpack(data: Mapping[str, Any], r: Reader) -> list[Any]:
+    """``data["cases"]`` with every field put back from the chunk table and the golden snapshot."""
+    table = _table(data, r)
+    golden = data.get("golden") if isinstance(data.get("golden"), Mapping) else {}
+    snapshot = golden.get("cases") if isinstance(golden.get("cases"), Mapping) else {}
+    cases = []
+    for i, case in enumerate(r.lst(data["cases"], "cases")):
+        if not isinstance(case, Mapping):
+            cases.append(case)
+            continue
+        known = snapshot.get(case.get("id"))
+        if isinstance(known, Mapping):
+            case = {**{k: known[k] for k in GOLDEN_FIELDS if k in known and k not in case}, **case}
+        if isinstance(case.get("retrieved"), list):
+            case = {**case, "retrieved": [_item(x, table, f"cases[{i}].retrieved[{j}]", r)
+                                          for j, x in enumerate(case["retrieved"])]}
+        cases.append(case)
+    return cases
