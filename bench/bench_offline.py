@@ -123,6 +123,16 @@ def environments(baseline_src: str | None) -> dict[str, dict[str, str]]:
     return envs
 
 
+def result_size(path: Path) -> dict:
+    """A RunResult's size on disk, and what its top-level keys weigh (as compact JSON, in MB)."""
+    size = path.stat().st_size
+    data = json.loads(path.read_text(encoding="utf-8"))
+    parts = {key: round(len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()) / 1e6, 2)
+             for key, value in data.items()}
+    return {"mb": round(size / 1e6, 2), "kb_per_case": round(size / 5_000 / 1e3, 2),
+            "parts_mb": {k: v for k, v in sorted(parts.items(), key=lambda kv: -kv[1]) if v >= 0.01}}
+
+
 def project(folder: Path, sections: int, cases: int, golden_format: str = "json") -> Path:
     """A synthetic project, made in a child process: a child's peak RSS starts from its parent's
     at fork (Linux keeps the high-water mark across exec), so the parent must stay small."""
@@ -155,9 +165,7 @@ def run_all(args: argparse.Namespace, tmp: Path) -> dict:
         print("run 5k …", file=sys.stderr)
         out = tmp / "run5k" / "out-{side}.json"
         figures["run"] = paired([*rageval, "run", "--config", str(big), "--out", str(out)], envs, args.runs)
-        figures["size"] = {side: {"mb": round(size / 1e6, 2), "kb_per_case": round(size / 5_000 / 1e3, 2)}
-                           for side in envs
-                           if (size := Path(str(out).replace("{side}", side)).stat().st_size)}
+        figures["size"] = {side: result_size(Path(str(out).replace("{side}", side))) for side in envs}
     if "validate" in only:
         print("validate 5k …", file=sys.stderr)
         figures["validate"] = paired([*rageval, "validate", "--config", str(big), "--no-git"], envs, args.runs)
@@ -209,6 +217,8 @@ def show(figures: dict) -> None:
         f = figures[key]
         print(f"| {label} | {ISSUE.get(key, '–')} | {cell(f.get('baseline'), *keys)} | {cell(f.get('now'), *keys)} "
               f"| {GOALS[goal]} |")
+    if parts := figures.get("size", {}).get("now", {}).get("parts_mb"):
+        print("\nRunResult, MB by top-level key: " + ", ".join(f"{k} {v}" for k, v in parts.items()))
     print("\n| retrieval.mode | synthetic 10k: hit@1 | mrr@5 | e2e wall s | demo: hit@1 | mrr@5 |")
     print("|---|---:|---:|---:|---:|---:|")
     for mode in MODES:

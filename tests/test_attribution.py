@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -73,6 +74,18 @@ def test_the_seed_incident_names_chunk_size_as_the_cause_of_the_mrr_drop(project
     assert "Attribution: 2 extra runs" in comment and "0 model calls" in comment
 
 
+def test_the_readme_shows_what_the_demo_gate_prints(project, run_cli):
+    """The README's demo block is the gate's real output (only the seconds the ablation took may differ)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("$ rageval gate --config examples/banhang/rageval-800.yml", 1)[1].split("```", 1)[0]
+    shown = block.splitlines()[1:]
+    _, stdout, _ = gate(run_cli, project, DEMO / "rageval-800.yml")
+
+    def seconds_out(lines):
+        return [re.sub(r"\(\d+(\.\d+)? s,", "(… s,", line.rstrip()) for line in lines if line.strip()]
+    assert seconds_out(shown) == seconds_out(stdout.splitlines())
+
+
 def test_when_only_the_embedding_hurts_the_embedding_is_named(project, run_cli):
     config = pr_config(project, "embedding-only.yml", embedding={"dim": 16}, generation={"max_sentences": 1})
     code, _, verdict = gate(run_cli, project, config)
@@ -87,7 +100,7 @@ def test_six_changed_knobs_stay_within_the_cap_grouped_by_section(project, run_c
     config = pr_config(project, "six-knobs.yml", chunking={"size": 120, "overlap": 10},
                        embedding={"dim": 64}, retrieval={"top_k": 6},
                        generation={"max_sentences": 3, "temperature": 0.5})
-    code, _, verdict = gate(run_cli, project, config)
+    _, _, verdict = gate(run_cli, project, config)
     found = verdict["attribution"]
     assert found["status"] == "attributed" and len(found["knobs"]) == 4 <= load_config(config).attribution.max_knobs
     assert sorted(k.split(" ")[0] for k in found["knobs"]) == ["chunking", "embedding", "generation", "retrieval"]
@@ -145,7 +158,7 @@ def test_an_edited_corpus_file_is_a_knob_reverted_from_the_baselines_commit(tmp_
     text = doc.read_text(encoding="utf-8")
     doc.write_text(text.replace("7 ngày", "10 ngày"), encoding="utf-8")            # the policy text changes …
     config = pr_config(repo, "pr.yml", chunking={"size": 800})                     # … and so does the chunking
-    code, stdout, verdict = gate(run_cli, repo, config)
+    code, _, verdict = gate(run_cli, repo, config)
     assert code == 1
     assert f"corpus docs/{doc.name}" in verdict["attribution"]["knobs"]
     assert "chunking.size 200→800" in verdict["attribution"]["knobs"]

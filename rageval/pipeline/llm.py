@@ -28,6 +28,7 @@ Authorization header, is not attached), a cache file, ``usage()`` or ``describe(
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import threading
@@ -35,10 +36,9 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
-
-import openai
 
 from rageval.config import LLMConfig
 from rageval.cost import StageCost, Usage
@@ -55,6 +55,9 @@ from rageval.pipeline.llm_parse import (
     retry_after,
     server_message,
 )
+
+if TYPE_CHECKING:
+    import openai
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_CACHE_DIR = ".rageval-cache"
@@ -123,7 +126,8 @@ class LLMClient:
                 raise ConfigError(MISSING_KEY.format(var=cfg.api_key_env, url=_strip_userinfo(base_url)))
             key = LOCAL_DUMMY_KEY
         # The key is held by the openai client only. Its own retries are off: we retry here.
-        self._openai = openai.OpenAI(base_url=base_url, api_key=key, timeout=cfg.timeout_s, max_retries=0)
+        self._sdk = _openai_sdk()
+        self._openai = self._sdk.OpenAI(base_url=base_url, api_key=key, timeout=cfg.timeout_s, max_retries=0)
         self._redact = key if key != LOCAL_DUMMY_KEY else None
         del key
         self._cache = ResponseCache(Path(cache_dir if cache_dir is not None else (cfg.cache_dir or DEFAULT_CACHE_DIR)),
@@ -278,11 +282,11 @@ class LLMClient:
                 try:
                     raw = send()
                     body = raw.text
-                except openai.APIStatusError as exc:
+                except self._sdk.APIStatusError as exc:
                     failure = self._status_failure(exc)
-                except openai.APITimeoutError:
+                except self._sdk.APITimeoutError:
                     failure = _Failure(f"timed out after {self._cfg.timeout_s:g} s (llm.timeout_s)", retryable=True)
-                except openai.APIConnectionError:
+                except self._sdk.APIConnectionError:
                     failure = _Failure(f"could not connect to {_strip_userinfo(self._base_url)}", retryable=True)
             if failure is None:
                 try:
@@ -365,6 +369,16 @@ class LLMClient:
 
 
 # --- helpers ---------------------------------------------------------------------------------------
+@functools.cache
+def _openai_sdk() -> ModuleType:
+    """The ``openai`` package, imported when the first client is built: importing it takes ~0.45 s,
+    and a run whose stages make no model call (the offline demo, most CI runs of the builtin app)
+    never needs it."""
+    import openai
+
+    return openai
+
+
 def _tip(status: int | None, cfg: LLMConfig) -> str | None:
     if status in (401, 403):
         return f"Check the API key in ${cfg.api_key_env} (llm.api_key_env) and that it may use this model."
