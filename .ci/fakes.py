@@ -9,8 +9,9 @@ on 127.0.0.1 until SIGTERM or --max-seconds:
 on exit it writes its comments, commit statuses and request log to the state file. ``openai`` is
 tests/openai_server.py with its default answers (an echo of the question). ``rag`` is
 a team's RAG service as a job's service container runs it: ``POST /answer`` with
-``{"id", "question"}`` answers the trace the given RunResult holds for that case (stdlib only, so
-it runs inside the action's own image). Only the standard library and the two test servers.
+``{"id", "question"}`` answers the trace the given RunResult holds for that case (read with
+rageval's own loader, which unpacks the chunk table, so it runs inside the action's own image).
+Only the standard library, rageval and the two test servers.
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ def _write_port(path: str, port: int) -> None:
 
 
 def _rag_server(results: Path, host: str, port: int) -> ThreadingHTTPServer:
-    cases = {c["id"]: c for c in json.loads(results.read_text(encoding="utf-8"))["cases"]}
+    from rageval.results import load_result  # noqa: PLC0415 - the image has rageval; github/openai runs do not need it
+    cases = {c.id: {"id": c.id, "answer": c.answer, "retrieved": [r.to_dict() for r in c.retrieved]}
+             for c in load_result(results).cases}
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: object) -> None:
@@ -43,8 +46,7 @@ def _rag_server(results: Path, host: str, port: int) -> ThreadingHTTPServer:
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
             case = cases.get(body.get("id"))
-            trace = ({"id": case["id"], "answer": case.get("answer"), "retrieved": case.get("retrieved") or []}
-                     if case and self.path == "/answer" else None)
+            trace = case if case and self.path == "/answer" else None
             data = json.dumps(trace).encode() if trace else b'{"error": "unknown case"}'
             self.send_response(200 if trace else 404)
             self.send_header("Content-Type", "application/json")
