@@ -4,6 +4,8 @@ flow one way, no import cycle, no module over 500 lines and no function over 60,
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 from conftest import ROOT
@@ -85,6 +87,18 @@ def test_imports_are_at_the_top_of_modules():
                     if (name, target) not in LAZY_IMPORTS:
                         inside.append(f"{name}.{func.name}() imports {target}")
     assert inside == []
+
+
+def test_an_offline_run_does_not_load_the_openai_client(tmp_path):
+    """The reason for the openai entry of LAZY_IMPORTS: the demo's run makes no model call, so it
+    never pays for importing the client."""
+    script = ("import sys; from rageval.cli import main; "
+              f"code = main(['run', '--config', {str(ROOT / 'examples/banhang/rageval.yml')!r}, '--subset', 'pr', "
+              f"'--out', {str(tmp_path / 'run.json')!r}]); "
+              "print(code, 'openai' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                         check=False)
+    assert out.stdout.splitlines()[-1].split() == ["0", "False"], out.stderr[-2000:]
 
 
 def test_no_import_cycle():
