@@ -22,13 +22,13 @@ import math
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import MISSING, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rageval.config import Config
 from rageval.gate.ablation import Attribution, Effect, MetricAttribution
-from rageval.gate.decide import config_diff
+from rageval.gate.decide import config_diff, flatten
 from rageval.gate.format import fmt_delta
 from rageval.gate.thresholds import pipeline_of
 from rageval.gate.verdict import Verdict
@@ -36,13 +36,12 @@ from rageval.golden.corpus import Corpus, load_corpus
 from rageval.golden.history import file_at
 from rageval.metrics.aggregate import case_value
 from rageval.results import RunResult
-from rageval.settings import default_values
+from rageval.settings import new_at_default
 
 ANSWER_SECTIONS = ("chunking", "embedding", "retrieval", "generation")
 #: keys of those sections that change what is measured or how it is sent, not the answers
 NOT_KNOBS = ("retrieval.k", "retrieval.token_budgets", "embedding.batch_size")
-MIN_INTERACTION = 0.005
-DEFAULTS = default_values()     # a key an older rageval did not write, now at its default, is no change          # below this, effects are "adding up" even when no noise was measured
+MIN_INTERACTION = 0.005         # below this, effects are "adding up" even when no noise was measured
 
 Runner = Callable[[Config, Corpus | None], RunResult]
 
@@ -76,7 +75,7 @@ def config_knobs(before: Mapping[str, Any], after: Mapping[str, Any], max_knobs:
     """The answer-changing config keys that differ; grouped by section past ``max_knobs``."""
     changes = [d for d in config_diff(before, after)
                if d["key"].split(".")[0] in ANSWER_SECTIONS and d["key"] not in NOT_KNOBS
-               and not (d["before"] is None and DEFAULTS.get(d["key"], MISSING) == d["after"])]
+               and not new_at_default(d)]
     if len(changes) <= max_knobs:
         return [Knob(d["key"], (d["key"],), d["before"], d["after"]) for d in changes]
     sections: dict[str, list[dict[str, Any]]] = {}
@@ -137,22 +136,11 @@ def _set(record: Any, keys: Sequence[str], value: Any, root: Path) -> Any:
 
 def reverted(cfg: Config, knobs: Sequence[Knob], baseline_config: Mapping[str, Any]) -> Config:
     """``cfg`` with the config keys of ``knobs`` set back to the baseline's values."""
-    flat = _flat(baseline_config)
+    flat = flatten(baseline_config)
     for knob in knobs:
         for key in knob.keys:
             cfg = _set(cfg, key.split("."), flat.get(key), cfg.root)
     return cfg
-
-
-def _flat(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in config.items():
-        dotted = f"{prefix}.{key}" if prefix else str(key)
-        if isinstance(value, Mapping) and value:
-            out.update(_flat(value, dotted))
-        else:
-            out[dotted] = value
-    return out
 
 
 def corpus_with(corpus: Corpus, files: Mapping[Path, str], workdir: Path) -> Corpus:
@@ -176,7 +164,7 @@ def value_on(run: RunResult, metric: str, ids: Sequence[str]) -> float | None:
 
 def blocking_metrics(verdict: Verdict) -> list[str]:
     """The metrics of the blocking reasons, in order (a zero-tolerance number rule: numbers_pass)."""
-    names = [("numbers_pass" if r.rule == "zero_tolerance" else r.metric) for r in verdict.blocking_reasons]
+    names = [r.moved_metric for r in verdict.blocking_reasons]
     return list(dict.fromkeys(n for n in names if n))
 
 

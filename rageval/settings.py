@@ -5,9 +5,11 @@ reads a file into these (and re-exports them: import them from there).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -220,6 +222,7 @@ def _plain(value: Any, root: Path) -> Any:
     return value
 
 
+@functools.cache
 def default_values() -> dict[str, Any]:
     """Every section key's default as the resolved config JSON writes it (``chunking.size`` → 200),
     so a key an older rageval did not write can be told from one a PR changed."""
@@ -230,3 +233,10 @@ def default_values() -> dict[str, Any]:
         for key, value in _plain(asdict(f.default_factory()), Path(".")).items():
             out[f"{f.name}.{key}"] = value
     return out
+
+
+def new_at_default(change: Mapping[str, Any]) -> bool:
+    """Whether a config-diff row (``{key, before, after}``) is a key an older rageval did not write
+    that is at its default now: no change a PR made."""
+    defaults = default_values()
+    return change["before"] is None and change["key"] in defaults and defaults[change["key"]] == change["after"]

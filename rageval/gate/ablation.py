@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from rageval.gate.format import fmt_delta
+from rageval.gate.verdict import Reason
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,19 @@ class Attribution:
                 "metrics": [m.to_dict() for m in self.metrics], "runs": self.runs,
                 "seconds": round(self.seconds, 3), "model_calls": self.model_calls}
 
+
+def lines_under(attribution: Attribution | None, reasons: Sequence[Reason]) -> list[list[str]]:
+    """The attribution lines to show under each of ``reasons``: a blocking reason's metric's lines,
+    under the first reason about that metric only."""
+    out: list[list[str]] = []
+    shown: set[str] = set()
+    for reason in reasons:
+        metric = reason.moved_metric
+        part = attribution.for_metric(metric) if attribution and reason.blocking and metric not in shown else None
+        if part is not None:
+            shown.add(part.metric)
+        out.append(part.lines() if part is not None else [])
+    return out
 
 
 def from_dict(data: Mapping[str, Any]) -> Attribution:

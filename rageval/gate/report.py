@@ -39,7 +39,7 @@ from rageval.gate.verdict import STATE_RULES, Reason, Verdict
 from rageval.golden.set import is_holdout
 from rageval.metrics.faithfulness import claim_readings
 from rageval.results import CaseResult, Cost, RunResult
-from rageval.settings import default_values
+from rageval.settings import new_at_default
 
 GITHUB_COMMENT_LIMIT = 65_536
 #: default budget: the limit minus room for the hidden marker and anything the caller appends
@@ -222,7 +222,6 @@ def _drop_size(drop: Mapping[str, Any]) -> float:
 
 #: config keys that change no answer and no decision: left out of the comment's config changes
 QUIET_KEYS = ("path", "report.", "attribution.", "llm.cache_dir")
-DEFAULTS = default_values()
 
 
 def _config_changes(verdict: Verdict, baseline: RunResult | None, candidate: RunResult) -> list[Mapping[str, Any]]:
@@ -230,7 +229,7 @@ def _config_changes(verdict: Verdict, baseline: RunResult | None, candidate: Run
     not write that is at its default now, no judge setting when neither run had a judge."""
     judged = any((run.config.get("judge") or {}).get("model") for run in (baseline, candidate) if run is not None)
     return [d for d in verdict.config_diff if not d["key"].startswith(QUIET_KEYS)
-            and not (d["before"] is None and d["key"] in DEFAULTS and DEFAULTS[d["key"]] == d["after"])
+            and not new_at_default(d)
             and (judged or not d["key"].startswith("judge."))]
 
 
@@ -285,14 +284,9 @@ def _judging(candidate: RunResult) -> dict[str, Any]:
 def _attribution(verdict: Verdict) -> dict[str, Any]:
     """The attribution lines under each blocking reason (by reason message), and the footer."""
     found = ablation.from_dict(verdict.attribution) if verdict.attribution else None
-    attributed: dict[str, list[str]] = {}
-    shown: set[str] = set()
-    for reason in verdict.blocking_reasons:
-        metric = "numbers_pass" if reason.rule == "zero_tolerance" else reason.metric
-        part = found.for_metric(metric) if found and metric not in shown else None
-        if part is not None:
-            shown.add(part.metric)
-            attributed[reason.message] = part.lines()
+    blocking = verdict.blocking_reasons
+    attributed = {reason.message: lines for reason, lines in zip(blocking, ablation.lines_under(found, blocking))
+                  if lines}
     return {"attribution": found, "attributed": attributed,
             "attribution_footer": ablation.footer(found) if found else ""}
 
@@ -427,14 +421,9 @@ def render_terminal(verdict: Verdict, *, title: str = "RAG eval gate") -> str:
     the knobs the drop was attributed to; each line through :func:`printable`."""
     found = ablation.from_dict(verdict.attribution) if verdict.attribution else None
     lines = [render_summary_line(verdict, title=title)]
-    shown: set[str] = set()
-    for reason in verdict.reasons:
+    for reason, attributed in zip(verdict.reasons, ablation.lines_under(found, verdict.reasons)):
         lines.append(f"  {'BLOCK' if reason.blocking else 'note '} {reason.message}")
-        metric = "numbers_pass" if reason.rule == "zero_tolerance" else reason.metric
-        part = found.for_metric(metric) if found and reason.blocking and metric not in shown else None
-        if part is not None:
-            shown.add(part.metric)
-            lines += [f"        ↳ {line}" for line in part.lines()]
+        lines += [f"        ↳ {line}" for line in attributed]
     if found is not None:
         lines.append(f"  {ablation.footer(found)}")
     return "\n".join(printable(line) for line in lines) + "\n"

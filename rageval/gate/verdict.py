@@ -64,6 +64,11 @@ class Reason:
     def label(self) -> str:
         return RULE_LABELS.get(self.rule, self.rule)
 
+    @property
+    def moved_metric(self) -> str | None:
+        """The aggregate metric this reason's change shows in (a zero-tolerance number rule: numbers_pass)."""
+        return "numbers_pass" if self.rule == "zero_tolerance" else self.metric
+
     def to_dict(self) -> dict[str, Any]:
         return {"rule": self.rule, "metric": self.metric, "case": self.case, "slice": self.slice,
                 "value": _thaw(self.value), "threshold": _thaw(self.threshold), "message": self.message,
