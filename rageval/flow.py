@@ -15,7 +15,6 @@ from rageval import attribution
 from rageval.config import Config
 from rageval.errors import RagevalError
 from rageval.gate import report, stats
-from rageval.gate.compare import compare
 from rageval.gate.decide import Decision, decide
 from rageval.gate.verdict import Verdict, freeze, thaw
 from rageval.golden.corpus import Corpus
@@ -137,7 +136,7 @@ def with_attribution(cfg: Config, decision: Decision, evaluation: Evaluation | N
                                             "not run here, so it cannot be re-run with a knob reverted")
             return replace(verdict, attribution=freeze(found.to_dict()))
         return verdict
-    compared = compare(decision.baseline, decision.candidate, cfg.gate).common
+    compared = decision.compared
 
     def run_variant(variant: Config, corpus: Corpus | None) -> RunResult:
         ev = prepare(variant, env=evaluation.env, subset=evaluation.subset,

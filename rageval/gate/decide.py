@@ -212,8 +212,13 @@ def evaluate(baseline: RunResult | None, candidate: RunResult, cfg: GateConfig,
     Every case verdict is re-derived from its checks and every summary from the cases first."""
     candidate = recomputed(candidate)
     baseline = None if baseline is None else recomputed(baseline)
+    return _evaluate(baseline, candidate, cfg, rerun, compare(baseline, candidate, cfg))
+
+
+def _evaluate(baseline: RunResult | None, candidate: RunResult, cfg: GateConfig, rerun: RerunFn | None,
+              cmp: Comparison) -> Verdict:
+    """:func:`evaluate` on runs already re-derived, compared as ``cmp`` says."""
     rerun = _recomputing(rerun)
-    cmp = compare(baseline, candidate, cfg)
     cand_cases = candidate.case_map
     base_cases = baseline.case_map if baseline is not None else {}
     per = _per_case(baseline, candidate, cmp, cfg)
@@ -300,6 +305,7 @@ class Decision:
     verdict: Verdict
     baseline: RunResult | None
     candidate: RunResult
+    compared: tuple[str, ...]            # the unchanged cases both runs answered: the ones compared
 
 
 def decide(cfg: Config, baseline: RunResult | None, candidate: RunResult, *, expected: Sequence[Case],
@@ -316,5 +322,6 @@ def decide(cfg: Config, baseline: RunResult | None, candidate: RunResult, *, exp
     if baseline is not None:
         baseline = recomputed(narrow_baseline(baseline, ids))
     gate_cfg = cfg.gate if gate_judge else without_judge(cfg.gate)
-    verdict = evaluate(baseline, candidate, gate_cfg, rerun=rerun)
-    return Decision(with_golden_checks(verdict, cfg, baseline, candidate), baseline, candidate)
+    cmp = compare(baseline, candidate, gate_cfg)
+    verdict = _evaluate(baseline, candidate, gate_cfg, rerun, cmp)
+    return Decision(with_golden_checks(verdict, cfg, baseline, candidate), baseline, candidate, cmp.common)

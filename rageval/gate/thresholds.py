@@ -29,7 +29,7 @@ from rageval.config import GateConfig
 from rageval.gate import stats
 from rageval.gate.format import fmt, fmt_delta
 from rageval.gate.verdict import Reason
-from rageval.metrics.base import parse_metric
+from rageval.metrics.aggregate import is_retrieval_metric
 from rageval.results import RunResult
 
 EPS = 1e-9
@@ -49,12 +49,8 @@ Target = tuple[str | None, Mapping[str, float], Mapping[str, float]]
 
 
 def is_retrieval(metric: str) -> bool:
-    if metric == "context_tokens":
-        return True
-    try:
-        return parse_metric(metric).is_retrieval
-    except ValueError:
-        return False
+    """Whether ``metric`` comes from the retrieval stage (context_tokens included)."""
+    return metric == "context_tokens" or is_retrieval_metric(metric)
 
 
 def pipeline_of(candidate: RunResult) -> tuple[bool, bool]:

@@ -82,7 +82,8 @@ def _check_rate(case: CaseResult, names: tuple[str, ...]) -> float | None:
     return 1.0 if all(s == PASS for s in applied) else 0.0
 
 
-def _is_retrieval(metric: str) -> bool:
+def is_retrieval_metric(metric: str) -> bool:
+    """Whether ``metric`` names a retrieval metric (``mrr@5``, ``recall@800tok``, …)."""
     try:
         return parse_metric(metric).is_retrieval
     except ValueError:
@@ -101,7 +102,7 @@ def case_value(case: CaseResult, metric: str) -> float | None:
         check = case.checks.get("faithfulness")
         value = None if check is None else check.details.get(metric)
         return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-    if not _is_retrieval(metric):
+    if not is_retrieval_metric(metric):
         return None
     value = case.metrics.get(metric)
     return None if value is None else float(value)
