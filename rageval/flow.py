@@ -139,7 +139,7 @@ def with_attribution(cfg: Config, decision: Decision, evaluation: Evaluation | N
     compared = decision.compared
 
     def run_variant(variant: Config, corpus: Corpus | None) -> RunResult:
-        ev = prepare(variant, env=evaluation.env, subset=evaluation.subset,
+        ev = prepare(variant, env=evaluation.env, subset=evaluation.subset, golden=evaluation.golden.full,
                      corpus=corpus if corpus is not None else evaluation.corpus)
         return ev.run(case_ids=list(compared))
 

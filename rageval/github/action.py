@@ -68,7 +68,7 @@ from rageval.github.inputs import (
 )
 from rageval.github.status import StatusReporter, status_reporter
 from rageval.github.workflow import Console, Progress, append_text, write_output
-from rageval.golden.set import load_golden
+from rageval.golden.set import GoldenSet, load_golden
 from rageval.pipeline.runner import Evaluation, prepare
 from rageval.results import RunResult, load_result
 
@@ -181,7 +181,7 @@ def _load(ctx: _Context) -> Config:
     return cfg
 
 
-def _subset(ctx: _Context, cfg: Config) -> str | None:
+def _subset(ctx: _Context, golden: GoldenSet) -> str | None:
     """The subset to run: the input; else ``pr`` in gate mode when cases are tagged so; else all."""
     chosen = ctx.inputs.subset
     if chosen == ALL_CASES:
@@ -190,7 +190,6 @@ def _subset(ctx: _Context, cfg: Config) -> str | None:
         return chosen
     if ctx.mode != "gate":
         return None
-    golden = load_golden(cfg.golden)
     if any(DEFAULT_GATE_SUBSET in c.tags for c in golden.cases):
         return DEFAULT_GATE_SUBSET
     ctx.console.notice(f"No golden case is tagged '{DEFAULT_GATE_SUBSET}', so the gate runs all "
@@ -263,7 +262,8 @@ def _finish(ctx: _Context, *, verdict: str, markdown: str, result: RunResult, pa
     results_rel = ctx.inputs.results_path
     report_rel = _report_path(results_rel)
     markdown = ctx.console.redact(markdown)   # a secret a model echoed stays out of every file
-    write_text(ctx.path(results_rel), to_json(redact_json(result.to_dict(), ctx.console.redact)))
+    data = redact_json(result.to_dict(), ctx.console.redact)
+    write_text(ctx.path(results_rel), to_json(data, compact=result.compact_json))   # as write_json writes it
     write_text(ctx.path(report_rel), markdown)
     summary = ctx.env.get("GITHUB_STEP_SUMMARY")
     if summary:
@@ -299,8 +299,9 @@ def _decide(ctx: _Context, cfg: Config, ev: Evaluation, subset: str | None) -> f
 def _run_gate(ctx: _Context) -> int:
     """gate and verify: run the subset, compare with the baseline, report, exit 0 or 1."""
     cfg = _load(ctx)
-    subset = _subset(ctx, cfg)
-    ev = prepare(cfg, subset=subset, env=app_env(ctx.env))
+    golden = load_golden(cfg.golden)
+    subset = _subset(ctx, golden)
+    ev = prepare(cfg, subset=subset, env=app_env(ctx.env), golden=golden)
     ctx.comment_key = comment_key(ctx.inputs.config)
     ctx.comment_enabled = ctx.inputs.comment and ctx.event.pr_number is not None
     _comment(ctx, _running_body(ctx, cfg, len(ev.golden.cases), subset))

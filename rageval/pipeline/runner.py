@@ -143,11 +143,13 @@ def needs_model(cfg: Config) -> bool:
 
 
 def prepare(cfg: Config, *, env: Mapping[str, str], subset: str | None = None, app_spec: str | None = None,
-            client: Any = None, judge: CaseJudge | None = None, corpus: Corpus | None = None) -> Evaluation:
-    """Load the golden set and corpus (unless ``corpus`` is given), check them against each other,
-    build the model client (only when a stage needs one), the judge and the App. ``env`` is the
-    environment the model client and the user's app may see (the caller decides what it holds)."""
-    golden = load_golden(cfg.golden)
+            client: Any = None, judge: CaseJudge | None = None, corpus: Corpus | None = None,
+            golden: GoldenSet | None = None) -> Evaluation:
+    """Load the golden set and corpus (unless ``golden`` / ``corpus`` are given: the whole set and
+    corpus ``cfg`` names, already loaded), check them against each other, build the model client
+    (only when a stage needs one), the judge and the App. ``env`` is the environment the model
+    client and the user's app may see (the caller decides what it holds)."""
+    golden = golden if golden is not None else load_golden(cfg.golden)
     corpus = corpus if corpus is not None else load_corpus(cfg.corpus, cfg.root)
     golden.check_sections(corpus.ids())
     chosen = golden.subset(subset)

@@ -331,6 +331,7 @@ def test_push_to_main_writes_the_baseline(ws, tmp_path, gh):
     assert run.outputs == {"verdict": "none", "results": "out/baseline.json", "report": "out/baseline.md",
                            "pass-to-fail": ""}
     result = json.loads(run.file("out/baseline.json"))
+    assert "\n" not in run.file("out/baseline.json").strip()   # compact, as `rageval baseline` writes it: the artifact stays small
     assert result["repeats"] == 2 and result["noise"]["deterministic"] is True
     assert result["golden"]["subset"] is None and len(result["cases"]) == result["golden"]["n_total"]
     assert "### RAG eval gate: baseline" in run.summary and "`rageval-baseline`" in run.summary
