@@ -1,7 +1,7 @@
 """Reading and writing rageval's files: strict JSON in, typed access to it with the key path in every
 message (:class:`Reader`), and atomic writes out.
 
-* ``read_json`` / ``loads`` refuse ``NaN`` and ``±Infinity`` (JSON has no such numbers);
+* ``read_json`` (through ``rageval.parse``) refuses ``NaN`` and ``±Infinity`` (JSON has no such numbers);
 * ``to_json`` / ``write_json`` never write them (``allow_nan=False``);
 * ``write_text`` writes a temp file beside the target and renames it, so a failed run never leaves
   half a file where a results file or report used to be.
@@ -10,7 +10,6 @@ message (:class:`Reader`), and atomic writes out.
 from __future__ import annotations
 
 import json
-import math
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
@@ -18,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rageval.errors import RagevalError, ResultError
-from rageval.parse import load_json, read_bytes
+from rageval.parse import finite, load_json, read_bytes, shown
 
 # --- validation ------------------------------------------------------------------------------
 
@@ -33,8 +32,8 @@ class Reader:
         return self.error(f"{self.where}: {key}: {problem}")
 
     def _got(self, key: str, expected: str, value: Any) -> RagevalError:
-        shown = repr(value) if not isinstance(value, (dict, list)) else type(value).__name__
-        return self.fail(key, f"expected {expected}, got {shown[:80]}")
+        got = type(value).__name__ if isinstance(value, dict | list) else shown(value)
+        return self.fail(key, f"expected {expected}, got {got}")
 
     def obj(self, value: Any, key: str) -> Mapping[str, Any]:
         if not isinstance(value, Mapping):
@@ -62,7 +61,7 @@ class Reader:
             maximum: float | None = None) -> float | None:
         if value is None and optional:
             return None
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not finite(value):
             raise self._got(key, "a finite number" + (" or null" if optional else ""), value)
         if maximum is not None and not (minimum or 0) <= value <= maximum:
             raise self.fail(key, f"expected a number from {minimum or 0:g} to {maximum:g}, got {value!r}")
@@ -111,7 +110,7 @@ class Reader:
             return {str(k): self.json(v, f"{key}.{k}", depth + 1) for k, v in value.items()}
         if isinstance(value, list | tuple):
             return [self.json(v, f"{key}[{i}]", depth + 1) for i, v in enumerate(value)]
-        if isinstance(value, float) and not math.isfinite(value):
+        if isinstance(value, int | float) and not isinstance(value, bool) and not finite(value):
             raise self._got(key, "a finite number", value)
         if value is None or isinstance(value, str | int | float | bool):
             return value

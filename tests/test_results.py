@@ -141,6 +141,9 @@ def set_path(data: dict, path: tuple, value) -> dict:
     (("metric_names",), "hit@1", r"metric_names: expected a list"),
     (("config", "gate", "floors", "mrr@5"), math.nan, r"config\.gate\.floors\.mrr@5: expected a finite number"),
     (("cost", "usd"), "free", r"cost\.usd: expected a finite number"),
+    # an integer no float can hold: bad input (exit 2), not an OverflowError (exit 3)
+    (("summary", "metrics", "pass_rate"), 10**400, r"summary\.metrics\.pass_rate: expected a finite number or null, got 1000"),
+    (("timings", "index_s"), 10**400, r"timings\.index_s: expected a finite number, got 1000"),
     (("corpus", "sections", "DT-1"), "x", r"corpus\.sections\.DT-1: expected an object, got 'x'"),
     (("corpus",), {}, r"corpus\.sections: missing"),
     (("golden", "cases", "q01", "numbers"), "7 ngày", r"golden\.cases\.q01\.numbers: expected a list"),
