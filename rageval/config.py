@@ -32,7 +32,6 @@ from rageval.parse import (
 from rageval.settings import (  # noqa: F401 - the records are imported from rageval.config
     DEFAULT_CONFIG,
     ENV_REF,
-    ZERO_TOLERANCE_RULES,
     AppConfig,
     AttributionConfig,
     ChecksConfig,
@@ -48,7 +47,6 @@ from rageval.settings import (  # noqa: F401 - the records are imported from rag
     RerunConfig,
     RetrievalConfig,
     SliceGate,
-    setting,
 )
 
 # --- loading -------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any
 
@@ -133,10 +133,6 @@ class Noise:
                    deterministic=r.bool_(data.get("deterministic", False), f"{key}.deterministic"))
 
 
-GOLDEN_KEYS = ("name", "version", "sha256", "content_sha256", "path", "subset", "n_total", "changelog", "cases",
-               "narrowed_to")
-
-
 @dataclass(frozen=True)
 class GoldenInfo:
     """Which golden set a run used, and a snapshot of every case of the whole set (``cases``:
@@ -157,11 +153,11 @@ class GoldenInfo:
         out = {"name": self.name, "version": self.version, "sha256": self.sha256,
                "content_sha256": self.content_sha256, "path": self.path, "subset": self.subset,
                "changelog": self.changelog, "n_total": self.n_total, "cases": self.cases}
-        order = ("name", "version", "sha256", "content_sha256", "path", "subset", "changelog", "n_total", "cases")
-        data = {k: out[k] for k in order if not (k == "cases" and self.cases is None)}
+        if self.cases is None:
+            del out["cases"]
         if self.narrowed_to is not None:
-            data["narrowed_to"] = self.narrowed_to
-        return data
+            out["narrowed_to"] = self.narrowed_to
+        return out
 
     @classmethod
     def from_dict(cls, data: Any, key: str, r: Reader) -> GoldenInfo:
@@ -183,6 +179,9 @@ class GoldenInfo:
                    changelog=r.str_(data.get("changelog") or "", f"{key}.changelog"),  # type: ignore[arg-type]
                    cases=cases,
                    narrowed_to=r.int_(data.get("narrowed_to"), f"{key}.narrowed_to", optional=True))
+
+
+GOLDEN_KEYS = tuple(f.name for f in fields(GoldenInfo))
 
 
 SNAPSHOT_LISTS = ("expected_sections", "tags", "must_include", "must_not_include", "numbers")
