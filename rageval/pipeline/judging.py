@@ -16,8 +16,6 @@
 
 from __future__ import annotations
 
-import json
-import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,6 +28,7 @@ from rageval.metrics.base import CheckResult
 from rageval.metrics.faithfulness import check_faithfulness, judge_with_claims
 from rageval.metrics.judge import judge_case
 from rageval.metrics.labels import parse_labels
+from rageval.parse import finite, load_json, read_bytes
 from rageval.pipeline.apps import Trace
 
 NO_MODEL = "no model configured (judge.model)"
@@ -119,11 +118,11 @@ def judge_gate_allowed(cfg: JudgeConfig) -> tuple[bool, str]:
     if not path.is_file():
         return False, AGREEMENT_MISSING.format(path=path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        data = load_json(read_bytes(path, error=DatasetError), str(path), error=DatasetError)
+    except DatasetError as exc:
         return False, AGREEMENT_UNREADABLE.format(path=path, problem=f"not JSON: {exc}")
     value = data.get("agreement") if isinstance(data, dict) else None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not 0 <= value <= 1:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not finite(value) or not 0 <= value <= 1:
         return False, AGREEMENT_UNREADABLE.format(path=path, problem="no number 'agreement' between 0 and 1")
     n = data.get("n", "?")
     kappa = data.get("kappa")

@@ -220,6 +220,10 @@ def test_agreement_at_or_above_the_floor_allows_gating(tmp_path):
      "the judge agrees with people on 70% of 30 labelled cases, kappa 0.40, below judge.min_agreement 80%"),
     (None, 0.8, "does not exist"),
     ("{not json", 0.8, "is not an agreement report (not JSON"),
+    # the last of two values must not win: a report saying 0.1 and then 0.95 is not one report
+    ('{"agreement": 0.1, "n": 30, "agreement": 0.95}', 0.8, "'agreement' appears twice"),
+    ('{"agreement": NaN}', 0.8, "is not an agreement report (not JSON"),
+    ('{"agreement": 1' + "0" * 400 + '}', 0.8, "no number 'agreement' between 0 and 1"),
     ({"kappa": 0.9}, 0.8, "no number 'agreement' between 0 and 1"),
     ({"agreement": "high"}, 0.8, "no number 'agreement' between 0 and 1"),
     ({"agreement": 1.5}, 0.8, "no number 'agreement' between 0 and 1"),
