@@ -291,11 +291,9 @@ def _attribution(verdict: Verdict) -> dict[str, Any]:
             "attribution_footer": ablation.footer(found) if found else ""}
 
 
-def _context(verdict: Verdict, baseline: RunResult | None, candidate: RunResult,
-             cfg: ReportConfig, title: str | None, limits: tuple[int, int, int]) -> dict[str, Any]:
-    max_cases, max_rows, max_reasons = limits
-    cases = _Cases(baseline, candidate)
-    reasons: list[Reason] = list(verdict.reasons)
+def _context(verdict: Verdict, baseline: RunResult | None, candidate: RunResult, cases: _Cases,
+             cfg: ReportConfig, title: str | None) -> dict[str, Any]:
+    """What the comment shows whatever its length (the parts cut to fit are in :func:`_limited`)."""
     icon, outcome = _outcome(verdict)
     runs = verdict.reran.get("runs") or {}
     n_runs = max(len(v) for v in runs.values()) if runs else 1 + (1 if verdict.reran.get("full") else 0)
@@ -309,7 +307,6 @@ def _context(verdict: Verdict, baseline: RunResult | None, candidate: RunResult,
         "golden_sha": candidate.golden.sha256,
         "n_cases": len(cases.cand), "n_common": verdict.golden.get("compared_cases",
                                                                  len([i for i in cases.cand if i in cases.base])),
-        "reasons": reasons[:max_reasons], "reasons_more": max(0, len(reasons) - max_reasons),
         "metrics": verdict.metrics, "by_slice": verdict.by_slice, "n_runs": n_runs,
         "gated": _gated(verdict), "noise": verdict.noise, "reran": verdict.reran,
         "config_diff": _config_changes(verdict, baseline, candidate),
@@ -322,6 +319,16 @@ def _context(verdict: Verdict, baseline: RunResult | None, candidate: RunResult,
         "answer_max": ANSWER_MAX_CHARS, "question_max": QUESTION_MAX_CHARS,
         "field_max": FIELD_MAX_CHARS, "title_max": TITLE_MAX_CHARS,
         **_attribution(verdict),
+    }
+
+
+def _limited(verdict: Verdict, baseline: RunResult | None, candidate: RunResult, cases: _Cases,
+             limits: tuple[int, int, int]) -> dict[str, Any]:
+    """The parts of the comment cut to ``limits`` (cases, table rows, reasons) to fit."""
+    max_cases, max_rows, max_reasons = limits
+    reasons: list[Reason] = list(verdict.reasons)
+    return {
+        "reasons": reasons[:max_reasons], "reasons_more": max(0, len(reasons) - max_reasons),
         **_case_sections(verdict, cases, max_cases, max_rows),
         **_golden_changes(verdict, baseline, candidate, max_rows),
     }
@@ -336,10 +343,12 @@ def render_markdown(verdict: Verdict, baseline: RunResult | None, candidate: Run
     if max_chars > GITHUB_COMMENT_LIMIT:
         raise ValueError(f"max_chars {max_chars} exceeds GitHub's comment limit of {GITHUB_COMMENT_LIMIT}")
     template = _ENV.get_template("comment.md.j2")
+    cases = _Cases(baseline, candidate)
+    fixed = _context(verdict, baseline, candidate, cases, cfg, title)
     text = ""
     for max_cases, max_rows, max_reasons in _LIMITS:
         limits = (cfg.max_cases if max_cases is None else min(max_cases, cfg.max_cases), max_rows, max_reasons)
-        text = template.render(**_context(verdict, baseline, candidate, cfg, title, limits))
+        text = template.render(**fixed, **_limited(verdict, baseline, candidate, cases, limits))
         if len(text) <= max_chars:
             return text
     # Only the tables are left and they are still too long (a huge config diff or thousands of
