@@ -1,17 +1,24 @@
 """An in-memory vector index: cosine top-k over float32 rows, dense or sparse.
 
-Exact search (no approximation), one matrix product per batch of queries. Results are
-deterministic: sorted by score descending, equal scores by row index ascending. Scores are
-rounded to 6 decimals before ranking so that float noise in the matrix product (which can differ
-in the last bits between two identical documents) cannot reorder documents that are equal.
+Exact search (no approximation), with scores that do not depend on the machine: a score is the
+float64 sum, in one fixed order, of the products of the query's and the row's float32 unit vectors,
+rounded to 6 decimals (:mod:`rageval.pipeline.shortlist` defines it); results are sorted by score
+descending, equal scores by row index ascending. Neither the batch of queries, the BLAS kernel nor
+the CPU can move a score's sixth decimal or reorder two rows.
+
+How it is fast: the rows are searched in parts of 1,024. Each part is scored against up to 2,048
+queries at once by one float32 matrix product (BLAS), which shortlists, per query, the rows that
+can still reach its top k (the product's error is bounded); only those are then scored exactly.
+Work is linear in the number of rows: one pass over the rows per 2,048 queries, plus one over the
+parts holding a shortlisted row; memory, a part's scores per query block and the shortlists.
 
 Memory: the index holds one float32 copy of the embeddings, or none with ``copy=False`` (it then
 normalises the caller's array in place). Embeddings that are mostly zeros (the local embedder's:
 30–40 % of 2,048 hashed buckets are used by a chunk) may be given as :class:`SparseRows`, non-zero
-entries only, about half the bytes of the dense float32 matrix (100,000 chunks: ~470 MB instead of
-819 MB); the index multiplies them 1,024 rows at a time, made dense for the product, so the scores
-are bit for bit those of the dense matrix. Queries are scored in runs whose score matrix stays near
-2 million entries, at most 256 queries per matrix product.
+entries only, about half the bytes of the dense float32 matrix (100,000 chunks: ~430 MB instead
+of 819 MB); each part of those is made dense (8 MB) when it is scored. Dense rows would be the form
+the product wants, but at 1M chunks they take 8.2 GB; made dense part by part, they cost a few per
+cent of the product's time.
 """
 
 from __future__ import annotations
@@ -20,12 +27,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["SparseRows", "VectorIndex", "ranked"]
+from rageval.pipeline.hits import Hits
+from rageval.pipeline.shortlist import QueryTerms, Shortlist, exact_top
 
-_SCORE_DECIMALS = 6
-_QUERY_BATCH = 256          # queries per matrix product at most …
-_SCORES_PER_BATCH = 1 << 21  # … and about this many (query, row) scores per run of queries
-_NORM_ROWS = 1024           # rows normalised, or made dense for a product, per step
+__all__ = ["SparseRows", "VectorIndex"]
+
+_PART_ROWS = 1024            # rows made dense, normalised or scored at once
+_QUERY_BLOCK = 2048          # queries scored against each part at once
 
 
 class SparseRows:
@@ -75,45 +83,60 @@ class SparseRows:
         for i, (per_row, columns, values) in enumerate(self._blocks):
             yield self._starts[i], per_row, columns, values
 
-    def _overlaps(self, start: int, stop: int):
-        """(rows in the block, row index in [start, stop), columns, values) of the entries of rows
-        start..stop-1, block by block."""
+    def _slices(self, start: int = 0, stop: int | None = None):
+        """(row in [start, stop), rows of the slice in its block, columns, values, entries) of the
+        entries of rows start..stop-1, in slices of at most 1,024 rows of one block each."""
+        stop = self.shape[0] if stop is None else stop
         for first, per_row, columns, values in self.blocks():
             lo, hi = max(start, first) - first, min(stop, first + len(per_row)) - first
             if lo >= hi:
                 continue
             offsets = np.concatenate([[0], np.cumsum(per_row, dtype=np.int64)])
-            span = slice(int(offsets[lo]), int(offsets[hi]))
-            rows = np.repeat(np.arange(lo + first - start, hi + first - start), per_row[lo:hi])
-            yield rows, columns[span], values, span
+            for a in range(lo, hi, _PART_ROWS):
+                b = min(hi, a + _PART_ROWS)
+                rows = np.repeat(np.arange(a + first - start, b + first - start), per_row[a:b])
+                yield rows, columns, values, slice(int(offsets[a]), int(offsets[b]))
 
     def dense(self, start: int = 0, stop: int | None = None, dtype: type = np.float32) -> np.ndarray:
         """Rows start..stop-1 as a dense array."""
         stop = self.shape[0] if stop is None else stop
         out = np.zeros((stop - start, self.dim), dtype=dtype)
-        for rows, columns, values, span in self._overlaps(start, stop):
-            out[rows, columns] = values[span]
+        for rows, columns, values, span in self._slices(start, stop):
+            out[rows, columns[span]] = values[span]
         return out
-
-    def assign(self, start: int, dense: np.ndarray) -> None:
-        """Overwrite the stored entries of rows start.. with those of ``dense`` (same zero pattern)."""
-        for rows, columns, values, span in self._overlaps(start, start + len(dense)):
-            values[span] = dense[rows, columns]
 
     def all_finite(self) -> bool:
         return all(np.isfinite(values).all() for _, _, values in self._blocks)
 
     def normalise(self) -> None:
-        """Unit rows, in place: each 1,024 rows made dense in float32, scaled as a dense matrix would
-        be, and stored back."""
-        for start, part in self.parts():
-            self.assign(start, _unit(part))
+        """Unit rows, in place: at most 1,024 rows at a time made dense in float32, scaled as a dense
+        matrix's rows would be (the same bits), and stored back."""
+        for rows, columns, values, span in self._slices():
+            top = int(rows[-1]) + 1 if len(rows) else 0
+            first = int(rows[0]) if len(rows) else 0
+            part = np.zeros((top - first, self.dim), dtype=np.float32)
+            local = rows - first
+            part[local, columns[span]] = values[span]
+            values[span] = _unit(part)[local, columns[span]]
 
-    def parts(self):
-        """(first row, float32 dense rows) of consecutive groups of 1,024 rows."""
-        n = self.shape[0]
-        for start in range(0, n, _NORM_ROWS):
-            yield start, self.dense(start, min(n, start + _NORM_ROWS))
+    def parts(self, wanted: np.ndarray | None = None):
+        """(first row, float32 dense rows) of consecutive parts of 1,024 rows (the last may be
+        shorter), or only of those holding one of the ``wanted`` rows (ascending). The array is one
+        buffer, overwritten by the next part."""
+        n, buffer = self.shape[0], np.zeros((min(_PART_ROWS, self.shape[0]), self.dim), dtype=np.float32)
+        for start in _starts(n, wanted):
+            part = buffer[:min(_PART_ROWS, n - start)]
+            part.fill(0.0)
+            for rows, columns, values, span in self._slices(start, start + len(part)):
+                part[rows, columns[span]] = values[span]
+            yield start, part
+
+
+def _starts(n: int, wanted: np.ndarray | None) -> list[int]:
+    """First rows of the parts of n rows (those holding one of the ``wanted`` rows, if given)."""
+    if wanted is None:
+        return list(range(0, n, _PART_ROWS))
+    return (np.unique(np.asarray(wanted) // _PART_ROWS) * _PART_ROWS).tolist()
 
 
 def _unit(block: np.ndarray) -> np.ndarray:
@@ -135,38 +158,15 @@ class _DenseRows:
         return self.matrix.shape
 
     def all_finite(self) -> bool:
-        return all(np.isfinite(self.matrix[s:s + _NORM_ROWS]).all() for s in range(0, self.shape[0], _NORM_ROWS))
+        return all(np.isfinite(self.matrix[s:s + _PART_ROWS]).all() for s in range(0, self.shape[0], _PART_ROWS))
 
     def normalise(self) -> None:
-        for start in range(0, self.shape[0], _NORM_ROWS):
-            _unit(self.matrix[start:start + _NORM_ROWS])
+        for start in range(0, self.shape[0], _PART_ROWS):
+            _unit(self.matrix[start:start + _PART_ROWS])
 
-    def parts(self):
-        yield 0, self.matrix
-
-
-def ranked(scores: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
-    """Per row of ``scores`` (m, n), the ``k`` best ``(column, score)`` pairs: score descending,
-    equal scores by column ascending. Scores are rounded to 6 decimals first (as float64; ``-0.0``
-    becomes ``0.0``), so float noise cannot reorder equal documents.
-
-    Only candidates are rounded: rounding moves a score by at most 5e-7, so every column whose
-    rounded score can reach the k-th best rounded score is within 1e-6 of the k-th best raw score."""
-    scores = np.asarray(scores)
-    n = scores.shape[1]
-    k = min(int(k), n)
-    if k <= 0:
-        return [[] for _ in range(scores.shape[0])]
-    if k < n:
-        part = np.argpartition(-scores, k - 1, axis=1)[:, :k]
-        floor = np.take_along_axis(scores, part, axis=1).min(axis=1).astype(np.float64) - 1e-6
-    results: list[list[tuple[int, float]]] = []
-    for r, raw in enumerate(scores):
-        cand = np.flatnonzero(raw >= floor[r]) if k < n else np.arange(n)
-        value = np.round(raw[cand].astype(np.float64), _SCORE_DECIMALS) + 0.0
-        order = np.lexsort((cand, -value))[:k]
-        results.append([(int(cand[i]), float(value[i])) for i in order])
-    return results
+    def parts(self, wanted: np.ndarray | None = None):
+        for start in _starts(self.shape[0], wanted):
+            yield start, self.matrix[start:start + _PART_ROWS]
 
 
 class VectorIndex:
@@ -208,6 +208,10 @@ class VectorIndex:
         A 1-d ``query_vectors`` is one query. ``top_k`` beyond the index size returns every row;
         an empty index returns an empty list per query.
         """
+        return self.search_hits(query_vectors, top_k).lists()
+
+    def search_hits(self, query_vectors: np.ndarray, top_k: int) -> Hits:
+        """:meth:`search`, as arrays."""
         if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 0:
             raise ValueError(f"VectorIndex.search: top_k must be a non-negative integer, got {top_k!r}")
         queries = np.asarray(query_vectors)
@@ -216,8 +220,8 @@ class VectorIndex:
         if queries.ndim != 2:
             raise ValueError(f"VectorIndex.search: query_vectors must be (m, d) or (d,), got shape {queries.shape}")
         n = len(self.ids)
-        if n == 0 or top_k == 0:
-            return [[] for _ in range(queries.shape[0])]
+        if n == 0 or top_k == 0 or queries.shape[0] == 0:
+            return Hits.empty(queries.shape[0])
         if queries.shape[1] != self.dim:
             raise ValueError(
                 f"VectorIndex.search: queries have dimension {queries.shape[1]}, the index has {self.dim}; "
@@ -225,18 +229,18 @@ class VectorIndex:
             )
         if not np.isfinite(queries).all():
             raise ValueError("VectorIndex.search: query vectors contain NaN or infinite values")
-        # Queries in runs whose score matrix stays near 16M entries; the rows are made dense (when
-        # sparse) once per run; the products take at most 256 queries, as they always have.
-        run = max(1, _SCORES_PER_BATCH // n)
-        results: list[list[tuple[int, float]]] = []
-        for start in range(0, queries.shape[0], run):
-            block = _unit(np.array(queries[start:start + run], dtype=np.float32))
-            scores = np.empty((len(block), n), dtype=np.float32)
+        k, pairs, blocks = min(int(top_k), n), [], []
+        for start in range(0, queries.shape[0], _QUERY_BLOCK):
+            block = _unit(np.array(queries[start:start + _QUERY_BLOCK], dtype=np.float32))
+            blocks.append(QueryTerms(block))
+            shortlist = Shortlist(blocks[-1].margin, k)
             for first, part in self._rows.parts():
-                for q in range(0, len(block), _QUERY_BATCH):
-                    scores[q:q + _QUERY_BATCH, first:first + len(part)] = block[q:q + _QUERY_BATCH] @ part.T
-            results.extend(ranked(scores, top_k))
-        return results
+                shortlist.offer(block @ part.T, first)
+            which, rows = shortlist.pairs()
+            pairs.append((which + start, rows))
+        which, rows = (np.concatenate(x) for x in zip(*pairs))
+        return exact_top(QueryTerms.joined(blocks), which, rows, self._rows.parts(np.unique(rows)), k,
+                         queries.shape[0])
 
     def __repr__(self) -> str:
         return f"VectorIndex(n={len(self.ids)}, dim={self.dim})"

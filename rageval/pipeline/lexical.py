@@ -29,17 +29,18 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rageval.pipeline.index import ranked
+from rageval.pipeline.hits import Hits, top_of
 from rageval.text import folded_words
 
-__all__ = ["BM25Index", "RRF_DEPTH", "RRF_K", "Vocabulary", "Words", "fuse"]
+__all__ = ["RRF_DEPTH", "RRF_K", "BM25Index", "Vocabulary", "Words", "fuse", "fuse_hits"]
 
 K1 = 1.5
 B = 0.75
 RRF_K = 60                   # the constant of reciprocal-rank fusion
 RRF_DEPTH = 100              # each ranking's depth before fusion, at least
 _MEMO_LIMIT = 500_000        # distinct tokens remembered before the memo starts over
-_POSTINGS_PER_BATCH = 1 << 24
+_POSTINGS_PER_BATCH = 1 << 20   # postings gathered for one batch of queries (unless one query has more) …
+_SCORES_PER_BATCH = 1 << 20     # … and (query, chunk) scores summed at once: ~50 MB of temporaries
 _WEIGHT_STEP = 1 << 20       # postings weighed per step at build time
 
 
@@ -112,7 +113,7 @@ class Vocabulary:
             except KeyError:
                 if len(memo) > _MEMO_LIMIT:
                     memo.clear()
-                for token in [t for t in dict.fromkeys(tokens) if t not in memo]:   # first-seen order
+                for token in sorted(set(tokens).difference(memo), key=tokens.index):   # first-seen order
                     memo[token] = self._token(token)
                 parts = list(map(lookup, tokens))
             before = len(ids)
@@ -162,22 +163,28 @@ class BM25Index:
     def search(self, queries: Sequence[str], top_k: int) -> list[list[tuple[int, float]]]:
         """For each query, up to ``top_k`` ``(row index, BM25 score)`` pairs, best first; equal
         scores (documents sharing no word with the query score 0) by row index."""
+        return self.search_hits(queries, top_k).lists()
+
+    def search_hits(self, queries: Sequence[str], top_k: int) -> Hits:
+        """:meth:`search`, as arrays."""
         words = self.vocabulary.read(list(queries))
         n = len(self.ids)
         if n == 0 or top_k == 0:
-            return [[] for _ in range(len(words))]
+            return Hits.empty(len(words))
         terms = words.ids.astype(np.int64)
         known = terms < len(self._starts) - 1            # a word first seen in a query has no postings
         size = np.zeros(len(terms), dtype=np.int64)
         size[known] = self._starts[terms[known] + 1] - self._starts[terms[known]]
         query_of = np.repeat(np.arange(len(words), dtype=np.int64), words.counts)
         cost = np.bincount(query_of, weights=size, minlength=len(words))
-        results: list[list[tuple[int, float]]] = []
-        for start, stop in _batches(cost, max(1, _POSTINGS_PER_BATCH // n)):
+        k = min(int(top_k), n)
+        out = Hits(np.full((len(words), k), -1, dtype=np.int64), np.zeros((len(words), k)))
+        for start, stop in _batches(cost, max(1, _SCORES_PER_BATCH // n)):
             span = slice(int(words.starts[start]), int(words.starts[stop]))
             rows = np.repeat(np.arange(stop - start, dtype=np.int64), words.counts[start:stop])
-            results.extend(ranked(self._scores(rows, terms[span], size[span], stop - start), top_k))
-        return results
+            hits = top_of(self._scores(rows, terms[span], size[span], stop - start), k)
+            out.rows[start:stop], out.scores[start:stop] = hits.rows, hits.scores
+        return out
 
     def _scores(self, rows: np.ndarray, terms: np.ndarray, size: np.ndarray, n_queries: int) -> np.ndarray:
         """(n_queries, n) BM25 scores of the queries whose word occurrences are (row, term)."""
@@ -194,7 +201,7 @@ class BM25Index:
 
 def _batches(cost: np.ndarray, max_rows: int):
     """Consecutive runs of at most ``max_rows`` queries whose gathered postings (``cost`` per
-    query) stay under 16 million, unless one query alone has more."""
+    query) stay under a million, unless one query alone has more."""
     start, n = 0, len(cost)
     while start < n:
         stop, total = start + 1, int(cost[start])
@@ -231,3 +238,23 @@ def fuse(rankings: Sequence[Sequence[tuple[int, float]]], depth: int) -> list[tu
             fused[row] = fused.get(row, 0.0) + 1.0 / (RRF_K + rank)
     best = sorted(((round(score, 6) + 0.0, row) for row, score in fused.items()), key=lambda x: (-x[0], x[1]))
     return [(row, score) for score, row in best[:depth]]
+
+
+def fuse_hits(rankings: Sequence[Hits], depth: int) -> Hits:
+    """:func:`fuse` of every query at once: the i-th query's rankings are row i of each of
+    ``rankings``. The sums run in the same order (ranking after ranking, from 0.0) and are rounded as
+    :func:`round` does, so the results are :func:`fuse`'s, bit for bit."""
+    m = len(rankings[0])
+    width = 1 + max(int(h.rows.max(initial=-1)) for h in rankings)
+    keys, parts = [], []
+    for hits in rankings:
+        valid = hits.rows >= 0
+        rank = np.broadcast_to(np.arange(1, hits.rows.shape[1] + 1), hits.rows.shape)
+        which = np.broadcast_to(np.arange(m)[:, None], hits.rows.shape)
+        keys.append(which[valid].astype(np.int64) * width + hits.rows[valid])
+        parts.append(1.0 / (RRF_K + rank[valid]))
+    unique, where = np.unique(np.concatenate(keys), return_inverse=True)
+    fused = np.bincount(where, weights=np.concatenate(parts), minlength=len(unique))
+    values, back = np.unique(fused, return_inverse=True)
+    rounded = np.array([round(v, 6) + 0.0 for v in values.tolist()], dtype=np.float64)[back]
+    return Hits.best(unique // width, unique % width, rounded, m, depth)

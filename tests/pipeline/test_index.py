@@ -168,7 +168,12 @@ def test_sparse_rows_round_trip_and_give_bit_identical_scores():
     assert rows.nbytes < dense.nbytes * 0.6
     queries = rng.normal(size=(300, 64)).astype(np.float32)
     ids = [str(i) for i in range(9000)]
-    assert VectorIndex(rows, ids, copy=False).search(queries, 8) == VectorIndex(dense, ids).search(queries, 8)
+    one_block = SparseRows(64)
+    one_block.append(dense)                           # normalised 1,024 rows at a time
+    sparse_index, dense_index = VectorIndex(rows, ids, copy=False), VectorIndex(dense, ids)
+    assert np.array_equal(sparse_index._rows.dense(), dense_index._rows.matrix)     # normalised to the same bits
+    assert np.array_equal(VectorIndex(one_block, ids)._rows.dense(), dense_index._rows.matrix)
+    assert sparse_index.search(queries, 8) == dense_index.search(queries, 8)
 
 
 def test_sparse_rows_with_copy_leave_the_callers_values_alone():
@@ -176,3 +181,95 @@ def test_sparse_rows_with_copy_leave_the_callers_values_alone():
     rows.append(np.array([[3.0, 4.0]], dtype=np.float32))
     assert VectorIndex(rows, ["a"]).search(np.array([0.0, 1.0]), 1) == [[(0, 0.8)]]
     assert rows.dense().tolist() == [[3.0, 4.0]]
+
+
+# --- scores that do not depend on the machine ------------------------------------------------
+
+def _sparse_unit_rows(rng: np.random.Generator, n: int, dim: int, density: float) -> np.ndarray:
+    """Non-negative float32 rows, mostly zeros, of unit length (as the local embedder's)."""
+    rows = rng.random((n, dim)).astype(np.float32) * (rng.random((n, dim)) < density)
+    return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-30).astype(np.float32)
+
+
+def _stored(index: VectorIndex, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The unit rows the index holds and the unit queries it scores (what a score is made of)."""
+    rows = index._rows.dense() if isinstance(index._rows, SparseRows) else index._rows.matrix
+    unit = np.array(queries, dtype=np.float32)
+    unit /= np.linalg.norm(unit, axis=1, keepdims=True)
+    return rows, unit
+
+
+def test_scores_are_the_dot_products_rounded_to_six_decimals_exactly():
+    # The float32 matrix product is off by ~1e-7, which moves one score in ten or so across a
+    # sixth-decimal boundary (which one depends on the BLAS kernel and the batch's shape). Scores
+    # must be those of exact arithmetic (math.fsum of the exact float32 products), rounded.
+    rng = np.random.default_rng(11)
+    docs = _sparse_unit_rows(rng, 3000, 256, 0.35)
+    queries = _sparse_unit_rows(rng, 400, 256, 0.05)
+    index = VectorIndex(docs, [str(i) for i in range(3000)])
+    rows, unit = _stored(index, queries)
+    rough = unit.astype(np.float64) @ rows.T.astype(np.float64)        # to find the best, not to score them
+    for qi, hits in enumerate(index.search(queries, 8)):
+        exact = [round(math.fsum(float(a) * float(b) for a, b in zip(unit[qi], rows[r], strict=True)), 6) + 0.0
+                 for r, _ in hits]
+        assert [s for _, s in hits] == exact, qi
+        want = sorted(range(3000), key=lambda r: (-round(float(rough[qi, r]), 6), r))[:8]
+        assert [r for r, _ in hits] == want, qi
+
+
+def test_results_do_not_depend_on_the_batch_the_order_or_the_storage():
+    rng = np.random.default_rng(12)
+    docs = _sparse_unit_rows(rng, 2500, 128, 0.35)
+    queries = _sparse_unit_rows(rng, 300, 128, 0.1)
+    ids = [str(i) for i in range(2500)]
+    together = VectorIndex(docs, ids).search(queries, 10)
+    one_by_one = [VectorIndex(docs, ids).search(q, 10)[0] for q in queries[:40]]
+    backwards = VectorIndex(docs, ids).search(queries[::-1], 10)[::-1]
+    sparse = SparseRows(128)
+    for start in range(0, 2500, 333):
+        sparse.append(docs[start:start + 333])
+    assert one_by_one == together[:40]
+    assert backwards == together
+    assert VectorIndex(sparse, ids, copy=False).search(queries, 10) == together
+
+
+def test_equal_rows_across_parts_keep_the_lowest_rows():
+    # 3,000 identical rows (three parts of the search): the first k, whatever part they are in
+    row = np.zeros(8, dtype=np.float32)
+    row[:2] = [3.0, 4.0]
+    index = VectorIndex(np.tile(row, (3000, 1)), [str(i) for i in range(3000)])
+    query = np.array([1.0, 0, 0, 0, 0, 0, 0, 0])
+    assert index.search(query, 5)[0] == [(i, 0.6) for i in range(5)]
+    deep = index.search(query, 1500)[0]                       # deeper than a part
+    assert [r for r, _ in deep] == list(range(1500)) and {s for _, s in deep} == {0.6}
+
+
+def test_a_late_better_row_displaces_the_kept_ones():
+    rng = np.random.default_rng(13)
+    docs = _sparse_unit_rows(rng, 5000, 64, 0.3)
+    docs[4321] = 0.0
+    docs[4321, :3] = 1.0
+    query = np.zeros(64)
+    query[:3] = 1.0
+    assert VectorIndex(docs, [str(i) for i in range(5000)]).search(query, 3)[0][0] == (4321, 1.0)
+
+
+class _CountingRows(SparseRows):
+    """SparseRows that count the rows they make dense for a search."""
+
+    made_dense = 0
+
+    def parts(self, wanted=None):
+        for first, part in super().parts(wanted):
+            self.made_dense += len(part)
+            yield first, part
+
+
+def test_search_makes_each_row_dense_once_per_two_thousand_queries():
+    # It made every row dense again for each run of ~2M / n queries: quadratic in n.
+    rng = np.random.default_rng(14)
+    rows = _CountingRows(64)
+    rows.append(_sparse_unit_rows(rng, 9000, 64, 0.3))
+    index = VectorIndex(rows, [str(i) for i in range(9000)], copy=False)
+    index.search(_sparse_unit_rows(rng, 2000, 64, 0.2), 5)
+    assert rows.made_dense <= 2 * 9000          # one pass to shortlist, one over the shortlisted parts

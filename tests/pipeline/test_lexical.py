@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import random
 import threading
+import tracemalloc
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,7 +18,8 @@ from rageval.config import load_config
 from rageval.errors import ConfigError
 from rageval.golden.corpus import load_corpus
 from rageval.pipeline.apps.builtin import BuiltinApp
-from rageval.pipeline.lexical import BM25Index, Vocabulary, fuse
+from rageval.pipeline.hits import Hits
+from rageval.pipeline.lexical import BM25Index, Vocabulary, fuse, fuse_hits
 from rageval.text import folded_words
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -89,6 +91,42 @@ def test_reciprocal_rank_fusion_by_hand():
     # 7: 1/62 + 1/61, 4: 1/61 + 1/63, 2: 1/62, 1: 1/63
     assert fused == [(7, round(1 / 62 + 1 / 61, 6)), (4, round(1 / 61 + 1 / 63, 6)), (2, round(1 / 62, 6))]
     assert fuse([[(3, 1.0)], [(1, 1.0)]], 5) == [(1, round(1 / 61, 6)), (3, round(1 / 61, 6))]   # tie: row
+
+
+def test_fusing_every_query_at_once_is_fusing_each_alone():
+    # fuse_hits sums and rounds as fuse does (the same float64 sums in the same order, Python's round)
+    rng = random.Random(5)
+    n, wide, m = 300, 40, 60
+    dense = [[(row, 0.0) for row in rng.sample(range(n), wide)] for _ in range(m)]
+    lexical = [[(row, 0.0) for row in rng.sample(range(n), wide)] for _ in range(m)]
+    lexical[3] = dense[3][:]                                  # the same ranking twice
+    lexical[4] = lexical[4][:7]                               # a short ranking
+
+    def hits(rankings):
+        out = Hits(np.full((m, wide), -1, dtype=np.int64), np.zeros((m, wide)))
+        for q, ranking in enumerate(rankings):
+            out.rows[q, :len(ranking)] = [row for row, _ in ranking]
+        return out
+
+    together = fuse_hits([hits(dense), hits(lexical)], 25).lists()
+    assert together == [fuse(pair, 25) for pair in zip(dense, lexical, strict=True)]
+
+
+def test_search_memory_stays_small_when_every_chunk_holds_the_query_words():
+    # Zipf: a few words sit in every chunk, so each query gathers a posting per chunk and word.
+    # 6,000 chunks × 1,000 queries × 4 such words is 24M postings: gathered 16M at a time they took
+    # ~600 MB (and a 1,677 × 6,000 float64 score matrix); now a million at a time.
+    docs = [f"la cua va {i} x{i % 97} y{i % 89}" for i in range(6000)]
+    queries = [f"la cua va mot x{i % 97} y{i % 13}" for i in range(1000)]
+    index = BM25Index(docs, [str(i) for i in range(6000)])
+    tracemalloc.start()
+    try:
+        hits = index.search(queries, 5)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(hits) == 1000 and all(len(h) == 5 for h in hits)
+    assert peak < 120e6
 
 
 def test_vocabulary_read_from_threads_gives_each_word_one_index():

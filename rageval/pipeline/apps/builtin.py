@@ -23,7 +23,7 @@ from rageval.pipeline.generation import (
     Generator,
 )
 from rageval.pipeline.index import VectorIndex
-from rageval.pipeline.lexical import RRF_DEPTH, BM25Index, fuse
+from rageval.pipeline.lexical import RRF_DEPTH, BM25Index, fuse_hits
 
 
 class Retriever:
@@ -54,8 +54,8 @@ class Retriever:
         if self.lexical is None:
             return self.index.search(np.asarray(self.embedder.embed_queries(questions)), depth)
         wide = min(self.size, max(depth, RRF_DEPTH))
-        dense = self.index.search(np.asarray(self.embedder.embed_queries(questions)), wide)
-        return [fuse(pair, depth) for pair in zip(dense, self.lexical.search(questions, wide), strict=True)]
+        dense = self.index.search_hits(np.asarray(self.embedder.embed_queries(questions)), wide)
+        return fuse_hits([dense, self.lexical.search_hits(questions, wide)], depth).lists()
 
 
 class BuiltinApp:

@@ -1,0 +1,64 @@
+"""The best k rows of each query as arrays, and the one ranking rule every index follows: score
+descending (scores rounded to 6 decimals), equal scores by row ascending."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["SCORE_DECIMALS", "Hits", "top_of"]
+
+SCORE_DECIMALS = 6
+
+
+class Hits:
+    """Per query, its best rows and their scores, best first: ``rows`` (m, k) int64, ``-1`` past a
+    query's last hit, and ``scores`` (m, k) float64."""
+
+    def __init__(self, rows: np.ndarray, scores: np.ndarray) -> None:
+        self.rows, self.scores = rows, scores
+
+    @classmethod
+    def best(cls, queries: np.ndarray, rows: np.ndarray, scores: np.ndarray, m: int, k: int) -> Hits:
+        """The ``k`` best of (query, row, score) triples (in any order, a row once per query) for
+        each of ``m`` queries."""
+        order = np.lexsort((rows, -scores, queries))
+        queries, rows, scores = queries[order], rows[order], scores[order]
+        rank = np.arange(len(queries)) - np.searchsorted(queries, queries, "left")
+        top = rank < k
+        out = cls(np.full((m, k), -1, dtype=np.int64), np.zeros((m, k), dtype=np.float64))
+        out.rows[queries[top], rank[top]] = rows[top]
+        out.scores[queries[top], rank[top]] = scores[top]
+        return out
+
+    @classmethod
+    def empty(cls, m: int) -> Hits:
+        return cls(np.zeros((m, 0), dtype=np.int64), np.zeros((m, 0), dtype=np.float64))
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def lists(self) -> list[list[tuple[int, float]]]:
+        """Per query, its ``(row, score)`` pairs, best first."""
+        counts = (self.rows >= 0).sum(axis=1).tolist()
+        return [list(zip(rows[:c], scores[:c], strict=True))
+                for rows, scores, c in zip(self.rows.tolist(), self.scores.tolist(), counts, strict=True)]
+
+
+def top_of(scores: np.ndarray, k: int) -> Hits:
+    """Per row of ``scores`` (m, n), the ``k`` best columns. Scores are rounded to 6 decimals first
+    (as float64; ``-0.0`` becomes ``0.0``), so float noise cannot reorder equal documents.
+
+    Only candidates are rounded: rounding moves a score by at most 5e-7, so every column whose
+    rounded score can reach the k-th best rounded score is within 1e-6 of the k-th best raw score."""
+    scores = np.asarray(scores)
+    m, n = scores.shape
+    k = min(int(k), n)
+    if k <= 0:
+        return Hits.empty(m)
+    if k < n:
+        kth = np.partition(scores, n - k, axis=1)[:, n - k].astype(np.float64)
+        queries, columns = np.nonzero(scores >= (kth - 1e-6)[:, None])
+    else:
+        queries, columns = np.divmod(np.arange(m * n, dtype=np.int64), n)
+    value = np.round(scores[queries, columns].astype(np.float64), SCORE_DECIMALS) + 0.0
+    return Hits.best(queries, columns, value, m, k)
