@@ -168,6 +168,22 @@ class _DenseRows:
         for start in _starts(self.shape[0], wanted):
             yield start, self.matrix[start:start + _PART_ROWS]
 
+    def dense(self, start: int, stop: int) -> np.ndarray:
+        """A float32 copy of rows start..stop-1."""
+        return np.array(self.matrix[start:stop], dtype=np.float32)
+
+
+def _query_rows(queries: np.ndarray | SparseRows) -> SparseRows | _DenseRows:
+    """Query vectors as rows: a 1-d array is one query."""
+    if isinstance(queries, SparseRows):
+        return queries
+    matrix = np.asarray(queries)
+    if matrix.ndim == 1:
+        matrix = matrix.reshape(1, -1)
+    if matrix.ndim != 2:
+        raise ValueError(f"VectorIndex.search: query_vectors must be (m, d) or (d,), got shape {matrix.shape}")
+    return _DenseRows(matrix)
+
 
 class VectorIndex:
     """``embeddings`` (n, d) with one id per row. Rows are L2-normalised on the way in, so
@@ -210,28 +226,24 @@ class VectorIndex:
         """
         return self.search_hits(query_vectors, top_k).lists()
 
-    def search_hits(self, query_vectors: np.ndarray, top_k: int) -> Hits:
-        """:meth:`search`, as arrays."""
+    def search_hits(self, query_vectors: np.ndarray | SparseRows, top_k: int) -> Hits:
+        """:meth:`search`, as arrays; the queries may also be :class:`SparseRows`."""
         if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 0:
             raise ValueError(f"VectorIndex.search: top_k must be a non-negative integer, got {top_k!r}")
-        queries = np.asarray(query_vectors)
-        if queries.ndim == 1:
-            queries = queries.reshape(1, -1)
-        if queries.ndim != 2:
-            raise ValueError(f"VectorIndex.search: query_vectors must be (m, d) or (d,), got shape {queries.shape}")
-        n = len(self.ids)
-        if n == 0 or top_k == 0 or queries.shape[0] == 0:
-            return Hits.empty(queries.shape[0])
+        queries = _query_rows(query_vectors)
+        m, n = queries.shape[0], len(self.ids)
+        if n == 0 or top_k == 0 or m == 0:
+            return Hits.empty(m)
         if queries.shape[1] != self.dim:
             raise ValueError(
                 f"VectorIndex.search: queries have dimension {queries.shape[1]}, the index has {self.dim}; "
                 "embed queries with the same embedder as the documents"
             )
-        if not np.isfinite(queries).all():
+        if not queries.all_finite():
             raise ValueError("VectorIndex.search: query vectors contain NaN or infinite values")
         k, pairs, blocks = min(int(top_k), n), [], []
-        for start in range(0, queries.shape[0], _QUERY_BLOCK):
-            block = _unit(np.array(queries[start:start + _QUERY_BLOCK], dtype=np.float32))
+        for start in range(0, m, _QUERY_BLOCK):
+            block = _unit(queries.dense(start, min(m, start + _QUERY_BLOCK)))
             blocks.append(QueryTerms(block))
             shortlist = Shortlist(blocks[-1].margin, k)
             for first, part in self._rows.parts():
@@ -239,8 +251,7 @@ class VectorIndex:
             which, rows = shortlist.pairs()
             pairs.append((which + start, rows))
         which, rows = (np.concatenate(x) for x in zip(*pairs))
-        return exact_top(QueryTerms.joined(blocks), which, rows, self._rows.parts(np.unique(rows)), k,
-                         queries.shape[0])
+        return exact_top(QueryTerms.joined(blocks), which, rows, self._rows.parts(np.unique(rows)), k, m)
 
     def __repr__(self) -> str:
         return f"VectorIndex(n={len(self.ids)}, dim={self.dim})"

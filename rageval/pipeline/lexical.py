@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import array
 import itertools
+import re
 import threading
 from collections.abc import Sequence
 
 import numpy as np
 
 from rageval.pipeline.hits import Hits, top_of
-from rageval.text import folded_words
+from rageval.text import fold
 
 __all__ = ["RRF_DEPTH", "RRF_K", "BM25Index", "Vocabulary", "Words", "fuse", "fuse_hits"]
 
@@ -39,6 +40,7 @@ B = 0.75
 RRF_K = 60                   # the constant of reciprocal-rank fusion
 RRF_DEPTH = 100              # each ranking's depth before fusion, at least
 _MEMO_LIMIT = 500_000        # distinct tokens remembered before the memo starts over
+_WORD = re.compile(r"\w+")  # a word: as rageval.text.folded_words finds them in the folded text
 _POSTINGS_PER_BATCH = 1 << 20   # postings gathered for one batch of queries (unless one query has more) …
 _SCORES_PER_BATCH = 1 << 20     # … and (query, chunk) scores summed at once: ~50 MB of temporaries
 _WEIGHT_STEP = 1 << 20       # postings weighed per step at build time
@@ -86,15 +88,20 @@ class Vocabulary:
         return len(self.words)
 
     def _token(self, token: str) -> tuple[int, ...]:
+        """The indices of a new token's words (:func:`rageval.text.folded_words` of the token: the
+        word runs of its folded form), remembered."""
         index, words = self._index, self.words
         ids = []
-        for word in folded_words(token):
+        for word in _WORD.findall(fold(token)):
             i = index.get(word)
             if i is None:
                 i = index[word] = len(words)
                 words.append(word)
             ids.append(i)
-        return tuple(ids)
+        if len(self._memo) >= _MEMO_LIMIT:
+            self._memo.clear()
+        self._memo[token] = found = tuple(ids)
+        return found
 
     def read(self, texts: Sequence[str]) -> Words:
         """The words of ``texts`` as vocabulary indices (new words are added)."""
@@ -102,22 +109,12 @@ class Vocabulary:
             return self._read(texts)
 
     def _read(self, texts: Sequence[str]) -> Words:
-        memo = self._memo
         ids = array.array("i")
         counts = array.array("q")
-        lookup = memo.__getitem__
+        known, new = self._memo.get, self._token
         for text in texts:
-            tokens = text.split()
-            try:
-                parts = list(map(lookup, tokens))
-            except KeyError:
-                if len(memo) > _MEMO_LIMIT:
-                    memo.clear()
-                for token in sorted(set(tokens).difference(memo), key=tokens.index):   # first-seen order
-                    memo[token] = self._token(token)
-                parts = list(map(lookup, tokens))
-            before = len(ids)
-            ids.fromlist(list(itertools.chain.from_iterable(parts)))
+            before = len(ids)       # a token without words is looked at again: () is falsy; they are few
+            ids.fromlist(list(itertools.chain.from_iterable([known(t) or new(t) for t in text.split()])))
             counts.append(len(ids) - before)
         return Words(np.frombuffer(ids, dtype=np.int32), np.frombuffer(counts, dtype=np.int64))
 
@@ -138,7 +135,7 @@ class BM25Index:
         if len(texts) != len(ids):
             raise ValueError(f"BM25Index: {len(texts)} texts but {len(ids)} ids")
         self.ids: tuple[str, ...] = tuple(ids)
-        self.vocabulary = vocabulary or Vocabulary()
+        self.vocabulary = vocabulary if vocabulary is not None else Vocabulary()   # an empty one is falsy
         if words is None:
             words = self.vocabulary.read(list(texts))
         n = len(words)

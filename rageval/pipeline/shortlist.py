@@ -23,8 +23,8 @@ from rageval.pipeline.hits import SCORE_DECIMALS, Hits
 __all__ = ["QueryTerms", "Shortlist", "exact_top"]
 
 _UNIT_ROUNDOFF = 2.0 ** -24       # float32
-_PRODUCTS = 1 << 20               # exact products gathered at once
-_KEPT_PER_QUERY = 8               # a shortlist is cut back once it holds this many times k per query
+_PRODUCTS = 1 << 18               # exact products gathered at once (~4 MB an array)
+_KEPT_PER_QUERY = 4               # a shortlist is cut back once it holds this many times k per query
 
 
 class QueryTerms:
@@ -90,7 +90,7 @@ class Shortlist:
             self.floor[open_] = kth - self.margin[open_]
         floor = np.nextafter(self.floor.astype(np.float32), np.float32(-np.inf))   # rounded down
         queries, rows = np.nonzero(approx >= floor[:, None])
-        self._kept.append((queries, rows + first, approx[queries, rows]))
+        self._kept.append((queries.astype(np.int32), (rows + first).astype(np.int64), approx[queries, rows]))
         self._size += len(queries)
         if self._size > _KEPT_PER_QUERY * self.k * len(self.floor) + (1 << 16):
             self._cut()
@@ -98,7 +98,7 @@ class Shortlist:
     def _cut(self) -> None:
         """Raise each floor to the k-th best float32 score kept (less the margin); drop what is below."""
         if not self._kept:
-            self._kept = [(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32))]
+            self._kept = [(np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.float32))]
         queries, rows, scores = (np.concatenate(x) for x in zip(*self._kept))
         ordered = np.sort((queries.astype(np.uint64) << np.uint64(32)) | _descending(scores))
         starts = np.searchsorted(ordered >> np.uint64(32), np.arange(len(self.floor), dtype=np.uint64), "left")

@@ -22,9 +22,11 @@ from rageval.pipeline.embedding import (
     Embedder,
     LocalEmbedder,
     OpenAIEmbedder,
+    document_rows,
     make_embedder,
+    query_rows,
 )
-from rageval.pipeline.index import VectorIndex
+from rageval.pipeline.index import SparseRows, VectorIndex
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -405,6 +407,14 @@ def test_local_document_rows_are_the_dense_rows_kept_sparse(local):
     assert rows.nbytes < 0.6 * len(TEXTS) * 2048 * 4
     again = fresh.embed_document_rows(TEXTS)         # handed over once: counted again, same values
     assert np.array_equal(again.dense(), rows.dense())
+
+
+def test_local_query_rows_are_the_dense_query_rows_kept_sparse(local):
+    questions = ["đổi trả laptop mấy ngày", "phi van chuyen", ""]
+    rows = query_rows(local, questions)
+    assert isinstance(rows, SparseRows) and np.array_equal(rows.dense(), local.embed_queries(questions))
+    index = VectorIndex(document_rows(local, TEXTS), [str(i) for i in range(len(TEXTS))])
+    assert index.search(rows, 3) == index.search(local.embed_queries(questions), 3)
 
 
 def test_local_words_first_seen_in_queries_do_not_change_documents(local):

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rageval.config import load_config
 from rageval.errors import ConfigError
@@ -129,6 +131,17 @@ def test_search_memory_stays_small_when_every_chunk_holds_the_query_words():
     assert peak < 120e6
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from("aĐđổả7. ,!-\u0301ǄßIİ\n\t"), max_size=30), max_size=6))
+def test_vocabulary_words_are_the_folded_words(texts):
+    vocabulary = Vocabulary()
+    for _ in range(2):                                      # new tokens, then remembered ones
+        words = vocabulary.read(texts)
+        for i, text in enumerate(texts):
+            ids = words.ids[words.starts[i]:words.starts[i + 1]]
+            assert [vocabulary.words[j] for j in ids] == folded_words(text)
+
+
 def test_vocabulary_read_from_threads_gives_each_word_one_index():
     vocabulary = Vocabulary()
     texts = [" ".join(f"t{(i * 7 + j) % 500}" for j in range(40)) for i in range(200)]
@@ -187,6 +200,17 @@ def test_hybrid_mode_fuses_the_dense_and_bm25_rankings(demo_questions):
                 rrf[row] += 1 / (60 + rank)
         want = sorted(rrf, key=lambda row: (-round(rrf[row], 6), row))[:5]
         assert [row for row, _ in got] == want
+
+
+def test_hybrid_reads_the_corpus_words_once_into_one_vocabulary(monkeypatch):
+    # An empty Vocabulary is falsy (it has a length), so `vocabulary or Vocabulary()` gave BM25 and
+    # the embedder a vocabulary each, and the corpus was split and folded twice.
+    reads = []
+    real = Vocabulary.read
+    monkeypatch.setattr(Vocabulary, "read", lambda self, texts: reads.append(len(texts)) or real(self, texts))
+    app = demo_app("hybrid")
+    assert app.retriever.lexical.vocabulary is app.retriever.embedder.vocabulary
+    assert reads == [len(app.chunks)]
 
 
 def test_unknown_mode_is_a_config_error(tmp_path):

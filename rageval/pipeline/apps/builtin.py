@@ -7,15 +7,13 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from rageval.config import Config
 from rageval.errors import ConfigError
 from rageval.golden.corpus import Corpus
 from rageval.golden.set import Case
 from rageval.pipeline.apps import Retrieved, Trace
 from rageval.pipeline.chunking import Chunk, chunk_corpus
-from rageval.pipeline.embedding import Embedder, document_rows, make_embedder
+from rageval.pipeline.embedding import Embedder, document_rows, make_embedder, query_rows
 from rageval.pipeline.generation import (
     ChatGenerator,
     ExtractiveGenerator,
@@ -37,10 +35,13 @@ class Retriever:
         self.embedder: Embedder | None = None if mode == "bm25" else make_embedder(cfg.embedding, client)
         self.index: VectorIndex | None = None
         self.lexical: BM25Index | None = None
+        shared = getattr(self.embedder, "vocabulary", None) if mode == "hybrid" else None
+        words = shared.read(texts) if shared is not None else None
         if mode != "dense":       # first: its build's temporaries are gone before the vector index's
-            self.lexical = BM25Index(texts, ids, vocabulary=getattr(self.embedder, "vocabulary", None))
+            self.lexical = BM25Index(texts, ids, vocabulary=shared, words=words)
         if self.embedder is not None:
-            self.embedder.fit(texts)
+            self.embedder.fit(texts, **({} if words is None else {"words": words}))
+            del words
             self.index = VectorIndex(document_rows(self.embedder, texts), ids, copy=False)
         dense = self.embedder.name if self.embedder is not None else ""
         self.name = {"dense": dense, "bm25": "bm25"}.get(mode, f"rrf({dense},bm25)")
@@ -52,9 +53,9 @@ class Retriever:
         if self.index is None or self.embedder is None:
             return self.lexical.search(questions, depth)  # type: ignore[union-attr]
         if self.lexical is None:
-            return self.index.search(np.asarray(self.embedder.embed_queries(questions)), depth)
+            return self.index.search(query_rows(self.embedder, questions), depth)
         wide = min(self.size, max(depth, RRF_DEPTH))
-        dense = self.index.search_hits(np.asarray(self.embedder.embed_queries(questions)), wide)
+        dense = self.index.search_hits(query_rows(self.embedder, questions), wide)
         return fuse_hits([dense, self.lexical.search_hits(questions, wide)], depth).lists()
 
 
