@@ -23,6 +23,7 @@ cent of the product's time.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 
 import numpy as np
@@ -87,7 +88,10 @@ class SparseRows:
         """(row in [start, stop), rows of the slice in its block, columns, values, entries) of the
         entries of rows start..stop-1, in slices of at most 1,024 rows of one block each."""
         stop = self.shape[0] if stop is None else stop
-        for first, per_row, columns, values in self.blocks():
+        for i in range(max(0, bisect.bisect_right(self._starts, start) - 1), len(self._blocks)):
+            first, (per_row, columns, values) = self._starts[i], self._blocks[i]
+            if first >= stop:
+                break
             lo, hi = max(start, first) - first, min(stop, first + len(per_row)) - first
             if lo >= hi:
                 continue

@@ -163,6 +163,8 @@ def test_sparse_rows_round_trip_and_give_bit_identical_scores():
     rows = SparseRows(64)
     for start in range(0, 9000, 700):                 # blocks that do not line up with 1,024
         rows.append(dense[start:start + 700])
+        if start == 2800:
+            rows.append(dense[:0])                    # and an empty one
     assert rows.shape == (9000, 64)
     assert np.array_equal(rows.dense(), dense) and np.array_equal(rows.dense(650, 1450), dense[650:1450])
     assert rows.nbytes < dense.nbytes * 0.6
