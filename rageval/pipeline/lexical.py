@@ -39,10 +39,10 @@ K1 = 1.5
 B = 0.75
 RRF_K = 60                   # the constant of reciprocal-rank fusion
 RRF_DEPTH = 100              # each ranking's depth before fusion, at least
+_FUSE_BLOCK = 2048           # queries fused at once
 _MEMO_LIMIT = 500_000        # distinct tokens remembered before the memo starts over
 _WORD = re.compile(r"\w+")  # a word: as rageval.text.folded_words finds them in the folded text
-_POSTINGS_PER_BATCH = 1 << 20   # postings gathered for one batch of queries (unless one query has more) …
-_SCORES_PER_BATCH = 1 << 20     # … and (query, chunk) scores summed at once: ~50 MB of temporaries
+_SCORES_PER_BATCH = 1 << 20     # (query, chunk) scores held at once (8 MB); a query's postings are gathered alone
 _WEIGHT_STEP = 1 << 20       # postings weighed per step at build time
 
 
@@ -165,48 +165,39 @@ class BM25Index:
     def search_hits(self, queries: Sequence[str], top_k: int) -> Hits:
         """:meth:`search`, as arrays."""
         words = self.vocabulary.read(list(queries))
-        n = len(self.ids)
+        n, m = len(self.ids), len(words)
         if n == 0 or top_k == 0:
-            return Hits.empty(len(words))
+            return Hits.empty(m)
         terms = words.ids.astype(np.int64)
         known = terms < len(self._starts) - 1            # a word first seen in a query has no postings
-        size = np.zeros(len(terms), dtype=np.int64)
-        size[known] = self._starts[terms[known] + 1] - self._starts[terms[known]]
-        query_of = np.repeat(np.arange(len(words), dtype=np.int64), words.counts)
-        cost = np.bincount(query_of, weights=size, minlength=len(words))
+        first, last = np.zeros(len(terms), dtype=np.int64), np.zeros(len(terms), dtype=np.int64)
+        first[known], last[known] = self._starts[terms[known]], self._starts[terms[known] + 1]
         k = min(int(top_k), n)
-        out = Hits(np.full((len(words), k), -1, dtype=np.int64), np.zeros((len(words), k)))
-        for start, stop in _batches(cost, max(1, _SCORES_PER_BATCH // n)):
+        out = Hits(np.full((m, k), -1, dtype=np.int64), np.zeros((m, k)))
+        step = max(1, _SCORES_PER_BATCH // n)
+        for start in range(0, m, step):
+            stop = min(m, start + step)
             span = slice(int(words.starts[start]), int(words.starts[stop]))
-            rows = np.repeat(np.arange(stop - start, dtype=np.int64), words.counts[start:stop])
-            hits = top_of(self._scores(rows, terms[span], size[span], stop - start), k)
+            hits = top_of(self._scores(first[span].tolist(), last[span].tolist(),
+                                       words.counts[start:stop].tolist()), k)
             out.rows[start:stop], out.scores[start:stop] = hits.rows, hits.scores
         return out
 
-    def _scores(self, rows: np.ndarray, terms: np.ndarray, size: np.ndarray, n_queries: int) -> np.ndarray:
-        """(n_queries, n) BM25 scores of the queries whose word occurrences are (row, term)."""
-        n = len(self.ids)
-        first = np.zeros(len(terms), dtype=np.int64)
-        has = size > 0
-        first[has] = self._starts[terms[has]]
-        offsets = np.cumsum(size) - size
-        pos = np.arange(int(size.sum()), dtype=np.int64) + np.repeat(first - offsets, size)
-        keys = np.repeat(rows, size) * n + self._docs[pos]
-        scores = np.bincount(keys, weights=self._weights[pos], minlength=n_queries * n)
-        return scores.reshape(n_queries, n)
-
-
-def _batches(cost: np.ndarray, max_rows: int):
-    """Consecutive runs of at most ``max_rows`` queries whose gathered postings (``cost`` per
-    query) stay under a million, unless one query alone has more."""
-    start, n = 0, len(cost)
-    while start < n:
-        stop, total = start + 1, int(cost[start])
-        while stop < n and stop - start < max_rows and total + int(cost[stop]) <= _POSTINGS_PER_BATCH:
-            total += int(cost[stop])
-            stop += 1
-        yield start, stop
-        start = stop
+    def _scores(self, first: list[int], last: list[int], counts: list[int]) -> np.ndarray:
+        """(len(counts), n) BM25 scores of queries whose words' postings are first..last, ``counts``
+        words per query: per query one weighted bincount of its words' postings, word after word (so
+        a chunk's weights are summed in the query's word order, from 0.0, in float64)."""
+        scores = np.zeros((len(counts), len(self.ids)))
+        docs, weights = self._docs, self._weights
+        at = 0
+        for row, count in enumerate(counts):
+            spans = [(a, b) for a, b in zip(first[at:at + count], last[at:at + count], strict=True) if b > a]
+            at += count
+            if spans:
+                scores[row] = np.bincount(np.concatenate([docs[a:b] for a, b in spans]),
+                                          weights=np.concatenate([weights[a:b] for a, b in spans]),
+                                          minlength=len(self.ids))
+        return scores
 
 
 def _term_frequencies(words: Words) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -240,7 +231,16 @@ def fuse(rankings: Sequence[Sequence[tuple[int, float]]], depth: int) -> list[tu
 def fuse_hits(rankings: Sequence[Hits], depth: int) -> Hits:
     """:func:`fuse` of every query at once: the i-th query's rankings are row i of each of
     ``rankings``. The sums run in the same order (ranking after ranking, from 0.0) and are rounded as
-    :func:`round` does, so the results are :func:`fuse`'s, bit for bit."""
+    :func:`round` does, so the results are :func:`fuse`'s, bit for bit. 2,048 queries at a time."""
+    m = len(rankings[0])
+    blocks = [_fuse_block([Hits(h.rows[a:a + _FUSE_BLOCK], h.scores[a:a + _FUSE_BLOCK]) for h in rankings], depth)
+              for a in range(0, m, _FUSE_BLOCK)]
+    if not blocks:
+        return Hits.empty(0)
+    return Hits(np.concatenate([b.rows for b in blocks]), np.concatenate([b.scores for b in blocks]))
+
+
+def _fuse_block(rankings: Sequence[Hits], depth: int) -> Hits:
     m = len(rankings[0])
     width = 1 + max(int(h.rows.max(initial=-1)) for h in rankings)
     keys, parts = [], []

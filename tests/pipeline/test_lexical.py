@@ -21,6 +21,7 @@ from rageval.errors import ConfigError
 from rageval.golden.corpus import load_corpus
 from rageval.pipeline.apps.builtin import BuiltinApp
 from rageval.pipeline.hits import Hits
+from rageval.pipeline import lexical as lexical_module
 from rageval.pipeline.lexical import BM25Index, Vocabulary, fuse, fuse_hits
 from rageval.text import folded_words
 
@@ -82,7 +83,7 @@ def test_batches_do_not_change_results(monkeypatch):
     docs = [f"doc {i} " + " ".join(f"w{(i * j) % 17}" for j in range(8)) for i in range(60)]
     queries = [f"w{i % 17} w{(3 * i) % 17}" for i in range(40)]
     whole = BM25Index(docs, [str(i) for i in range(60)]).search(queries, 5)
-    monkeypatch.setattr(lexical, "_POSTINGS_PER_BATCH", 70)   # a few queries per batch
+    monkeypatch.setattr(lexical, "_SCORES_PER_BATCH", 130)   # two queries per batch
     assert BM25Index(docs, [str(i) for i in range(60)]).search(queries, 5) == whole
 
 
@@ -95,7 +96,8 @@ def test_reciprocal_rank_fusion_by_hand():
     assert fuse([[(3, 1.0)], [(1, 1.0)]], 5) == [(1, round(1 / 61, 6)), (3, round(1 / 61, 6))]   # tie: row
 
 
-def test_fusing_every_query_at_once_is_fusing_each_alone():
+@pytest.mark.parametrize("block", [2048, 7])
+def test_fusing_every_query_at_once_is_fusing_each_alone(monkeypatch, block):
     # fuse_hits sums and rounds as fuse does (the same float64 sums in the same order, Python's round)
     rng = random.Random(5)
     n, wide, m = 300, 40, 60
@@ -110,6 +112,7 @@ def test_fusing_every_query_at_once_is_fusing_each_alone():
             out.rows[q, :len(ranking)] = [row for row, _ in ranking]
         return out
 
+    monkeypatch.setattr(lexical_module, "_FUSE_BLOCK", block)
     together = fuse_hits([hits(dense), hits(lexical)], 25).lists()
     assert together == [fuse(pair, 25) for pair in zip(dense, lexical, strict=True)]
 
