@@ -79,7 +79,8 @@ from rageval.config import load_config
 from rageval.metrics.faithfulness import EXTRACT_SYSTEM, VERIFY_SYSTEM, check_faithfulness
 from rageval.metrics.judge import JUDGE_CLAIMS_SYSTEM, JUDGE_SYSTEM, NO_SOURCES
 from rageval.pipeline.llm import LLMClient
-from rageval.pipeline.runner import RULE_CHECKS, prepare
+from rageval.metrics.registry import rule_check_names
+from rageval.pipeline.runner import prepare
 from rageval.text import sentences
 
 EXAMPLE = ROOT / "examples" / "banhang"
@@ -451,7 +452,7 @@ def _run_phase(server: OpenAIServer, recorder: Recorder, cfg: Any, env: dict[str
 
 
 def _fails_rules(case: dict[str, Any]) -> bool:
-    return any((case["checks"].get(n) or {}).get("status") == "fail" for n in RULE_CHECKS)
+    return any((case["checks"].get(n) or {}).get("status") == "fail" for n in rule_check_names())
 
 
 def rules_first_counts(after: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:

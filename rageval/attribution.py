@@ -34,7 +34,7 @@ from rageval.gate.thresholds import pipeline_of
 from rageval.gate.verdict import Verdict
 from rageval.golden.corpus import Corpus, load_corpus
 from rageval.golden.history import file_at
-from rageval.metrics.aggregate import case_value
+from rageval.metrics.registry import case_value
 from rageval.results import RunResult
 from rageval.settings import new_at_default
 

@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from rageval.errors import ConfigError, did_you_mean
-from rageval.metrics.base import OTHER_METRICS, parse_metric
+from rageval.metrics.registry import is_rate, parse_metric
 from rageval.models import model_rules
 from rageval.parse import (
     finite,
@@ -160,6 +160,8 @@ class _Reader:
 
     def read_choice(self, value: Any, dotted: str, f: Field[Any]) -> str:
         choices = f.metadata["choices"]
+        if callable(choices):          # declared elsewhere, read when the file is (the checks' registry)
+            choices = choices()
         if value is False and "off" in choices:  # YAML 1.1 reads an unquoted off as false
             value = "off"
         if value not in choices:
@@ -220,7 +222,7 @@ class _Reader:
         out: dict[str, float] = {}
         for name, threshold in self.mapping(value, dotted).items():
             try:
-                rate = parse_metric(str(name)).family not in OTHER_METRICS
+                rate = is_rate(str(parse_metric(str(name))))
             except ValueError as exc:
                 raise self.fail(MSG_METRIC, f"{dotted}.{name}", key=dotted, problem=exc) from None
             out[str(name)] = float(self.typed(threshold, f"{dotted}.{name}", "rate" if rate else "nonneg"))

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 from rageval import attribution
 from rageval.config import Config
+from rageval.cost import Cost
 from rageval.errors import RagevalError
 from rageval.gate import report, stats
 from rageval.gate.decide import Decision, decide
@@ -21,7 +22,7 @@ from rageval.golden.corpus import Corpus
 from rageval.golden.set import Case
 from rageval.pipeline.judging import judge_gate_allowed
 from rageval.pipeline.runner import Evaluation, prepare
-from rageval.results import Cost, Noise, Progress, RunResult
+from rageval.results import Noise, Progress, RunResult
 
 RerunLog = Callable[[list[str] | None], None]
 

@@ -16,8 +16,6 @@ from rageval.files import Reader
 PASS, FAIL, SKIPPED, ERROR = "pass", "fail", "skipped", "error"
 STATUSES = (PASS, FAIL, SKIPPED, ERROR)
 HOLDOUT_TAG = "holdout"
-#: the one summary metric that is not a rate in [0, 1]
-COUNT_METRICS = ("context_tokens",)
 
 
 @dataclass(frozen=True)
@@ -105,15 +103,9 @@ class Retrieved:
                    r.int_(data.get("tokens"), f"{key}.tokens", optional=True))
 
 
-def metric_bounds(name: str) -> tuple[float, float | None]:
-    """(minimum, maximum) of a summary metric's value: rates lie in [0, 1], token counts are ≥ 0."""
-    return (0.0, None) if name in COUNT_METRICS else (0.0, 1.0)
-
-
-def sigma_bounds(name: str) -> tuple[float, float | None]:
-    """(minimum, maximum) of a metric's σ over repeats: a rate's σ cannot exceed 1, so a larger one
-    (which would widen every tolerance past the metric's range) is bad input, not noise."""
-    return metric_bounds(name)
+def rate_bounds(name: str) -> tuple[float, float | None]:
+    """A case's own metrics are retrieval metrics: each lies in [0, 1]."""
+    return (0.0, 1.0)
 
 
 def slice_labels(slice_values: Mapping[str, Any]) -> list[str]:
@@ -206,7 +198,7 @@ class CaseResult:
             context_tokens=r.int_(data.get("context_tokens"), f"{key}.context_tokens", optional=True),
             first_relevant_rank=r.int_(data.get("first_relevant_rank"), f"{key}.first_relevant_rank",
                                        optional=True, minimum=1),
-            metrics=r.numbers(data.get("metrics") or {}, f"{key}.metrics", optional=False, bounds=metric_bounds),
+            metrics=r.numbers(data.get("metrics") or {}, f"{key}.metrics", optional=False, bounds=rate_bounds),
             checks={str(n): CheckResult.from_dict(c, f"{key}.checks.{n}", reader=r)
                     for n, c in r.obj(data.get("checks") or {}, f"{key}.checks").items()},
             passed=passed,

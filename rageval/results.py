@@ -24,25 +24,12 @@ from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any
 
-from rageval.cost import Cost  # noqa: F401 - re-exported: part of the RunResult contract
+from rageval.cost import Cost
 from rageval.errors import RagevalError, ResultError
 from rageval.files import Reader, read_json
+from rageval.metrics.registry import metric_bounds, sigma_bounds
 from rageval.packing import pack, unpack
-from rageval.records import (  # noqa: F401 - re-exported: results is where records are imported from
-    COUNT_METRICS,
-    ERROR,
-    FAIL,
-    HOLDOUT_TAG,
-    PASS,
-    SKIPPED,
-    STATUSES,
-    CaseResult,
-    CheckResult,
-    Retrieved,
-    metric_bounds,
-    sigma_bounds,
-    slice_labels,
-)
+from rageval.records import CaseResult
 
 SCHEMA_VERSION = 2
 #: versions this rageval reads: 1 (release 0.1.0: every text inline) and 2 (packed: rageval.packing)

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from rageval.metrics.numbers import resolve_units
+from rageval.metrics.registry import retrieval_metric_names, zero_tolerance_names
 from rageval.metrics.rules import validate_refusal_markers
 from rageval.text import hide_password
 
 DEFAULT_CONFIG = "rageval.yml"
-ZERO_TOLERANCE_RULES = ("numbers",)
 
 
 def setting(default: Any = MISSING, kind: str = "", *, factory: Any = MISSING, **spec: Any) -> Any:
@@ -111,7 +111,7 @@ class GateConfig:
     floors: dict[str, float] = setting(kind="metrics", factory=dict)    # metric -> minimum value
     max_drop: dict[str, float] = setting(kind="metrics", factory=dict)  # metric -> allowed drop vs baseline
     noise_k: float = setting(2.0, "nonneg")
-    zero_tolerance: tuple[str, ...] = setting((), "strs", choices=ZERO_TOLERANCE_RULES)
+    zero_tolerance: tuple[str, ...] = setting((), "strs", choices=zero_tolerance_names)  # checks declared so
     slices: dict[str, SliceGate] = setting(kind="slices", factory=dict)  # "type=injection" -> gates
     rerun: RerunConfig = setting(kind="section", factory=RerunConfig)
     missing_baseline: str = setting("floors_only", "choice", choices=("floors_only", "fail"))
@@ -179,10 +179,8 @@ class Config:
         return self.path.parent
 
     def metric_names(self) -> list[str]:
-        """The retrieval metric set this config produces, in report order."""
-        names = [f"{fam}@{k}" for fam in ("hit", "recall", "mrr", "ndcg") for k in self.retrieval.k]
-        names += [f"{fam}@{b}tok" for fam in ("hit", "recall", "mrr", "ndcg") for b in self.retrieval.token_budgets]
-        return names
+        """The retrieval metric set this config produces, in report order (rageval.metrics.registry)."""
+        return retrieval_metric_names(self.retrieval.k, self.retrieval.token_budgets)
 
     def to_dict(self) -> dict[str, Any]:
         """The resolved config as plain JSON: paths relative to the config folder, no secrets

@@ -24,8 +24,10 @@ LAYERS = {
     "rageval.gate": 4, "rageval.pipeline": 4,
     "rageval.golden": 3,
     "rageval.config": 2, "rageval.settings": 2,
+    # the run-level records read their metrics' bounds from the registry; aggregate builds them
+    "rageval.results": 2, "rageval.metrics.aggregate": 2,
     "rageval.metrics": 1,
-    "rageval.text": 0, "rageval.results": 0, "rageval.records": 0, "rageval.files": 0, "rageval.packing": 0, "rageval.errors": 0, "rageval.parse": 0, "rageval": 0,
+    "rageval.text": 0, "rageval.records": 0, "rageval.files": 0, "rageval.packing": 0, "rageval.errors": 0, "rageval.parse": 0, "rageval": 0,
 }
 
 

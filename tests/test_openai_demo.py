@@ -12,7 +12,7 @@ from conftest import ROOT
 from openai_server import OpenAIServer
 
 from rageval.metrics.faithfulness import EXTRACT_SYSTEM, VERIFY_SYSTEM
-from rageval.pipeline.runner import RULE_CHECKS
+from rageval.metrics.registry import rule_check_names
 
 SENTINEL = "sk-SENTINEL-DEMO-KEY-42"
 ANSWER = "Khách được đổi hoặc trả hàng trong 7 ngày kể từ ngày nhận hàng (DT-1)."
@@ -35,7 +35,7 @@ def responder(body):
 
 
 def fails_rules(case):
-    return any(case["checks"][n]["status"] == "fail" for n in RULE_CHECKS)
+    return any(case["checks"][n]["status"] == "fail" for n in rule_check_names())
 
 
 @pytest.fixture

@@ -22,12 +22,11 @@ from typing import Any
 from rageval.config import GateConfig
 from rageval.gate.verdict import Reason
 from rageval.metrics.judge import judge_signature
+from rageval.metrics.registry import judged_metric_names
 from rageval.results import RunResult
 
 #: what a case asks and expects: two cases with the same id and these values are the same case
 IDENTITY = ("question", "expected_sections", "expected_answer", "must_include", "must_not_include", "out_of_scope")
-#: summary metrics decided by the LLM judge
-JUDGE_METRICS = ("judge_pass", "faithfulness", "groundedness")
 
 MSG_NO_BASELINE = "no baseline RunResult; floors and zero-tolerance only (gate.missing_baseline: floors_only)"
 MSG_NO_BASELINE_FAIL = "no baseline RunResult and gate.missing_baseline is 'fail'"
@@ -88,8 +87,8 @@ def _metrics(baseline: RunResult, candidate: RunResult) -> tuple[frozenset[str],
                               value=new, threshold=gone))
     before, after = judge_signature(baseline.config), judge_signature(candidate.config)
     if before != after and before is not None and after is not None:
-        judged = [m for m in JUDGE_METRICS if m in compared]
-        compared -= set(JUDGE_METRICS)
+        judged = [m for m in judged_metric_names() if m in compared]
+        compared -= set(judged_metric_names())
         if judged:
             reasons.append(Reason("judge_changed", MSG_JUDGE.format(
                 metrics=", ".join(judged), before=_judge_label(before), after=_judge_label(after)), False))

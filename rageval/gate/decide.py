@@ -40,7 +40,9 @@ from rageval.gate.thresholds import Context, RerunFn, pipeline_of
 from rageval.gate.verdict import Reason, Verdict, freeze
 from rageval.golden.set import Case
 from rageval.metrics.aggregate import recomputed, summarize
-from rageval.results import CaseResult, CheckResult, RunResult
+from rageval.metrics.registry import metrics_fed_by
+from rageval.records import CaseResult, CheckResult
+from rageval.results import RunResult
 
 MAX_IDS_IN_MESSAGE = 10
 
@@ -257,9 +259,11 @@ def _evaluate(baseline: RunResult | None, candidate: RunResult, cfg: GateConfig,
 # --- the decision as `rageval gate` and the Action make it ------------------------------------
 
 def without_judge(cfg: GateConfig) -> GateConfig:
-    """``cfg`` minus every judge_pass threshold (overall and per slice)."""
+    """``cfg`` minus every threshold on the judge's verdict metric (judge_pass; overall and per slice)."""
+    verdicts = set(metrics_fed_by("judge"))
+
     def drop(thresholds: Mapping[str, float]) -> dict[str, float]:
-        return {k: v for k, v in thresholds.items() if k != "judge_pass"}
+        return {k: v for k, v in thresholds.items() if k not in verdicts}
     return replace(cfg, floors=drop(cfg.floors), max_drop=drop(cfg.max_drop),
                    slices={k: SliceGate(drop(s.floors), drop(s.max_drop)) for k, s in cfg.slices.items()})
 

@@ -21,6 +21,7 @@ from typing import Any
 import jinja2
 
 from rageval.config import ReportConfig
+from rageval.cost import Cost
 from rageval.gate import ablation
 from rageval.gate.format import fmt, fmt_delta
 from rageval.gate.markdown import (  # noqa: F401 - escape_md, fence, printable: public here too
@@ -38,7 +39,9 @@ from rageval.gate.markdown import (  # noqa: F401 - escape_md, fence, printable:
 from rageval.gate.verdict import STATE_RULES, Reason, Verdict
 from rageval.golden.set import is_holdout
 from rageval.metrics.faithfulness import claim_readings
-from rageval.results import CaseResult, Cost, RunResult
+from rageval.metrics.registry import is_rate, rule_check_names, summary_metric_names
+from rageval.records import CaseResult
+from rageval.results import RunResult
 from rageval.settings import new_at_default
 
 GITHUB_COMMENT_LIMIT = 65_536
@@ -278,7 +281,7 @@ def _judging(candidate: RunResult) -> dict[str, Any]:
     claims = claim_readings(c.checks["faithfulness"].details for c in candidate.cases if "faithfulness" in c.checks)
     not_judged = sum(1 for c in candidate.cases
                      if "judge" in c.checks and c.checks["judge"].reason.startswith("not judged: failed rules"))
-    return {"claims": claims, "not_judged": not_judged}
+    return {"claims": claims, "not_judged": not_judged, "rule_checks": ", ".join(rule_check_names())}
 
 
 def _attribution(verdict: Verdict) -> dict[str, Any]:
@@ -376,14 +379,10 @@ def render_summary_line(verdict: Verdict, *, title: str = "RAG eval gate") -> st
 
 # --- the run's table (terminal and job log) ---------------------------------------------------
 
-RUN_TABLE_RATES = ("context_tokens", "pass_rate", "numbers_pass", "rules_pass", "refusal_pass", "judge_pass",
-                   "faithfulness", "groundedness")
-
-
 def _table_value(value: float | None, name: str) -> str:
     if value is None:
         return "n/a"
-    return f"{value:.0f}" if name == "context_tokens" else f"{value:.2f}"
+    return f"{value:.2f}" if is_rate(name) else f"{value:.0f}"
 
 
 def render_run_table(result: RunResult) -> str:
@@ -393,7 +392,7 @@ def render_run_table(result: RunResult) -> str:
     metrics = summary.metrics
     lines = [printable(f"golden set {golden.name} v{golden.version} ({summary.n_cases} cases"
                        f"{', subset ' + golden.subset if golden.subset else ''}) · app {result.app.get('name', '?')}")]
-    for names in (list(result.metric_names), [n for n in RUN_TABLE_RATES if metrics.get(n) is not None]):
+    for names in (list(result.metric_names), [n for n in summary_metric_names() if metrics.get(n) is not None]):
         for start in range(0, len(names), 8):
             row = names[start:start + 8]
             lines.append("".join(f"{n:>15}" for n in row))

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from rageval.metrics.aggregate import case_value
+from rageval.metrics.registry import case_value
 from rageval.results import RunResult
 
 DEFAULT_RESAMPLES = 2000

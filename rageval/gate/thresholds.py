@@ -29,7 +29,7 @@ from rageval.config import GateConfig
 from rageval.gate import stats
 from rageval.gate.format import fmt, fmt_delta
 from rageval.gate.verdict import Reason
-from rageval.metrics.aggregate import is_retrieval_metric
+from rageval.metrics.registry import from_retrieval
 from rageval.results import RunResult
 
 EPS = 1e-9
@@ -48,11 +48,6 @@ MSG_INSUFFICIENT = ("slice {slice}: {n} {side} cases < min_slice_cases {min}; "
 Target = tuple[str | None, Mapping[str, float], Mapping[str, float]]
 
 
-def is_retrieval(metric: str) -> bool:
-    """Whether ``metric`` comes from the retrieval stage (context_tokens included)."""
-    return metric == "context_tokens" or is_retrieval_metric(metric)
-
-
 def pipeline_of(candidate: RunResult) -> tuple[bool, bool]:
     """(retrieval deterministic, generation deterministic) as the candidate's config says."""
     config = candidate.config
@@ -66,7 +61,7 @@ def pipeline_of(candidate: RunResult) -> tuple[bool, bool]:
 
 def rerunnable(metric: str, pipeline: tuple[bool, bool]) -> bool:
     det_retrieval, det_generation = pipeline
-    if is_retrieval(metric):
+    if from_retrieval(metric):
         return not det_retrieval
     return not (det_retrieval and det_generation)
 

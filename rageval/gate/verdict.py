@@ -16,6 +16,7 @@ from typing import Any
 
 from rageval.errors import RagevalError, ResultError
 from rageval.files import Reader
+from rageval.metrics.registry import metrics_fed_by
 
 VERDICTS = ("pass", "fail")
 STATES = ("pass", "fail", "not_comparable", "insufficient_data")
@@ -66,8 +67,10 @@ class Reason:
 
     @property
     def moved_metric(self) -> str | None:
-        """The aggregate metric this reason's change shows in (a zero-tolerance number rule: numbers_pass)."""
-        return "numbers_pass" if self.rule == "zero_tolerance" else self.metric
+        """The aggregate metric this reason's change shows in (a zero-tolerance check: the metric it feeds)."""
+        if self.rule == "zero_tolerance":
+            return next(iter(metrics_fed_by(self.metric or "")), None)
+        return self.metric
 
     def to_dict(self) -> dict[str, Any]:
         return {"rule": self.rule, "metric": self.metric, "case": self.case, "slice": self.slice,

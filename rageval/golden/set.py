@@ -20,7 +20,7 @@ import yaml
 
 from rageval.errors import DatasetError, did_you_mean
 from rageval.parse import load_json, load_yaml_node, read_bytes
-from rageval.results import HOLDOUT_TAG, CaseResult, slice_labels
+from rageval.records import HOLDOUT_TAG, CaseResult, slice_labels
 
 CASE_KEYS = ("id", "question", "expected_sections", "expected_answer", "source", "slice", "tags",
              "must_include", "must_not_include", "out_of_scope")

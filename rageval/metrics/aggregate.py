@@ -1,20 +1,11 @@
-"""Per-case values and the summary of a run: one definition for the runner, the gate and the stats.
+"""The summary of a run: one definition for the runner, the gate and the stats.
 
-``case_value(case, metric)`` is the number one case contributes to a summary metric (None when the
-case is left out of that metric's mean); ``summarize`` is the mean of those values. So a summary
-can always be recomputed from the cases, and a paired comparison of two runs uses exactly the
-values the summaries were made of.
-
-Rules (docs/runresult.md):
-
-* retrieval metrics (``hit@3``, ``mrr@5``, …): the case's own value; cases without one (out of
-  scope, no retrieval list) are left out;
-* ``context_tokens``: the tokens handed to the generator, errored cases left out;
-* ``pass_rate``: 1 when every applicable check passed, else 0 — an errored case counts as not
-  passing (the gate's ``errors`` policy decides what an error means);
-* check rates (``numbers_pass``, ``refusal_pass``, ``judge_pass``, ``rules_pass``): 1/0 over the
-  cases where the check applied; skipped checks and errored cases are left out;
-* ``faithfulness`` / ``groundedness``: the faithfulness check's share of supported claims.
+``summarize`` is the mean of each summary metric's per-case values (``registry.case_value``: the
+case's own retrieval value, or what its declaration says — a check rate, a count, a detail), so a
+summary can always be recomputed from the cases, and a paired comparison of two runs uses exactly
+the values the summaries were made of. ``verdict_of`` is the one rule that turns a case's checks
+into its verdict. Which metrics there are, and how each per-case value is made, is declared in
+``rageval.metrics.registry`` (docs/runresult.md lists them).
 
 An aggregate over nothing is None ("n/a"), never NaN. Pure functions, no I/O.
 """
@@ -23,19 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from rageval.metrics.base import parse_metric
-from rageval.results import ERROR, FAIL, PASS, CaseResult, CheckResult, RunResult, Summary
-
-#: summary rate -> the checks whose statuses give its per-case 1/0 value
-CHECK_RATES: dict[str, tuple[str, ...]] = {
-    "numbers_pass": ("numbers",),
-    "refusal_pass": ("refusal",),
-    "judge_pass": ("judge",),
-    "rules_pass": ("must_include", "must_not_include"),
-}
-#: the summary metrics every run has besides its retrieval metrics, in report order
-GENERATION_SUMMARY = ("context_tokens", "pass_rate", "numbers_pass", "refusal_pass", "judge_pass", "rules_pass",
-                      "faithfulness", "groundedness")
+from rageval.metrics.registry import case_value, summary_metric_names
+from rageval.records import ERROR, FAIL, CaseResult, CheckResult
+from rageval.results import RunResult, Summary
 
 
 def verdict_of(checks: Mapping[str, CheckResult], app_error: str | None = None
@@ -72,42 +53,6 @@ def recomputed(run: RunResult) -> RunResult:
     return run.replace(cases=cases, summary=summarize(cases, run.metric_names))
 
 
-def _check_rate(case: CaseResult, names: tuple[str, ...]) -> float | None:
-    if case.error:
-        return None
-    statuses = [case.status(n) for n in names]
-    applied = [s for s in statuses if s in (PASS, FAIL, ERROR)]
-    if not applied:
-        return None
-    return 1.0 if all(s == PASS for s in applied) else 0.0
-
-
-def is_retrieval_metric(metric: str) -> bool:
-    """Whether ``metric`` names a retrieval metric (``mrr@5``, ``recall@800tok``, …)."""
-    try:
-        return parse_metric(metric).is_retrieval
-    except ValueError:
-        return False
-
-
-def case_value(case: CaseResult, metric: str) -> float | None:
-    """The value ``case`` contributes to the summary metric ``metric`` (see the module docstring)."""
-    if metric == "pass_rate":
-        return 1.0 if case.passed is True else 0.0
-    if metric in CHECK_RATES:
-        return _check_rate(case, CHECK_RATES[metric])
-    if metric == "context_tokens":
-        return None if case.error or case.context_tokens is None else float(case.context_tokens)
-    if metric in ("faithfulness", "groundedness"):
-        check = case.checks.get("faithfulness")
-        value = None if check is None else check.details.get(metric)
-        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-    if not is_retrieval_metric(metric):
-        return None
-    value = case.metrics.get(metric)
-    return None if value is None else float(value)
-
-
 def mean(values: Iterable[float | None]) -> float | None:
     """Mean of the non-null values rounded to 6 decimals; None for none."""
     kept = [v for v in values if v is not None]
@@ -116,7 +61,7 @@ def mean(values: Iterable[float | None]) -> float | None:
 
 def summarize_cases(cases: Sequence[CaseResult], metric_names: Sequence[str]) -> Summary:
     """Counts and summary metrics of ``cases`` (no by-slice part)."""
-    names = [*metric_names, *(m for m in GENERATION_SUMMARY if m not in metric_names)]
+    names = [*metric_names, *(m for m in summary_metric_names() if m not in metric_names)]
     metrics = {name: mean(case_value(c, name) for c in cases) for name in names}
     return Summary(n_cases=len(cases), n_passed=sum(1 for c in cases if c.passed is True),
                    n_failed=sum(1 for c in cases if c.passed is False),

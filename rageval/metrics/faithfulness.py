@@ -47,7 +47,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rageval.errors import MalformedOutput, ModelError
-from rageval.metrics.base import CheckResult
 from rageval.metrics.judge import (
     CLAIM_SOURCES,
     REFUSED_STATE,
@@ -63,6 +62,7 @@ from rageval.metrics.judge import (
     verdict_check,
 )
 from rageval.metrics.replies import SNIPPET_CHARS, claim_word
+from rageval.records import CheckResult
 
 STAGE = "faithfulness"
 CLAIM_VERDICTS = ("supported", "unsupported", "contradicted")

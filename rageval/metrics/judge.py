@@ -38,9 +38,9 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from rageval.errors import MalformedOutput, ModelError
-from rageval.metrics.base import CheckResult
 from rageval.metrics.replies import SNIPPET_CHARS, first_json_object, snippet, verdict_word
 from rageval.models import model_key
+from rageval.records import CheckResult
 
 STAGE_JUDGE = "judge"
 #: Bump whenever a judge-family prompt (judge, judge with claims, pairwise, claim extraction,

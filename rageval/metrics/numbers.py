@@ -48,8 +48,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from rageval.errors import did_you_mean
-from rageval.metrics.base import CheckResult
 from rageval.metrics.number_words import Number, Reader, is_plain, parse_digits
+from rageval.records import CheckResult
 from rageval.text import fold, normalize
 
 # --- canonical units ---------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Retrieval metrics on section labels. Pure functions; nothing here does I/O.
+"""Retrieval metrics on section labels. Pure functions; nothing here does I/O. They are declared
+(one family each) in ``rageval.metrics.registry``.
 
 E is the set of expected sections of a case; a retrieved chunk is *relevant* if it contains at
 least one section of E. ``ranking`` is the retrieved list, best first, each item the set of
@@ -24,40 +25,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
-
-from rageval.metrics.base import (
-    GENERATION_METRICS,
-    OTHER_METRICS,
-    RETRIEVAL_FAMILIES,
-    parse_metric,
-)
 
 Ranking = Sequence[frozenset[str] | set[str] | Sequence[str]]
-
-
-@dataclass(frozen=True)
-class RetrievalMetric:
-    family: str
-    description: str
-    formula: str
-
-
-REGISTRY: dict[str, RetrievalMetric] = {}
-
-
-def _register(m: RetrievalMetric) -> None:
-    if m.family in REGISTRY:
-        raise ValueError(f"retrieval metric {m.family!r} registered twice")
-    REGISTRY[m.family] = m
-
-
-_register(RetrievalMetric("hit", "a relevant chunk is in the top k", "1 if any relevant in top k else 0"))
-_register(RetrievalMetric("recall", "share of expected sections found in the top k", "|E ∩ sections(top k)| / |E|"))
-_register(RetrievalMetric("mrr", "reciprocal rank of the first relevant chunk", "1 / rank of first relevant (0 if none)"))
-_register(RetrievalMetric("ndcg", "rank-discounted gain, binary relevance, each expected section credited once",
-                          "Σ (2^rel−1)/log2(i+1) / IDCG, IDCG over min(k, |E|) ranks"))
-assert tuple(REGISTRY) == RETRIEVAL_FAMILIES  # noqa: S101 - a module invariant, not input validation
 
 
 def first_relevant_rank(ranking: Ranking, expected: set[str] | frozenset[str]) -> int | None:
@@ -102,9 +71,6 @@ def ndcg_at(ranking: Ranking, expected: set[str], k: int) -> float:
     return dcg / idcg if idcg else 0.0
 
 
-_FUNCS = {"hit": hit_at, "recall": recall_at, "mrr": rr_at, "ndcg": ndcg_at}
-
-
 def budget_prefix(ranking: Ranking, tokens: Sequence[int], budget: int) -> Ranking:
     """The longest prefix of ``ranking`` whose chunk token counts sum to at most ``budget``."""
     total, n = 0, 0
@@ -114,32 +80,3 @@ def budget_prefix(ranking: Ranking, tokens: Sequence[int], budget: int) -> Ranki
         total += t
         n += 1
     return ranking[:n]
-
-
-def case_metrics(names: Sequence[str], ranking: Ranking, tokens: Sequence[int],
-                 expected: set[str] | frozenset[str]) -> dict[str, float]:
-    """Every retrieval metric in ``names`` for one case. ``tokens[i]`` is the size of chunk i."""
-    expected = set(expected)
-    out: dict[str, float] = {}
-    for name in names:
-        m = parse_metric(name)
-        if not m.is_retrieval:
-            raise ValueError(f"{name!r} is not a retrieval metric")
-        if m.budget:
-            cut = budget_prefix(ranking, tokens, m.k)
-            out[name] = _FUNCS[m.family](cut, expected, len(cut))
-        else:
-            out[name] = _FUNCS[m.family](ranking, expected, m.k)
-    return out
-
-
-def metrics_table_markdown() -> str:
-    """The README's metric table, generated from the registries so the two cannot drift."""
-    rows = ["| Metric | What it measures | Definition |", "|---|---|---|"]
-    for family, m in REGISTRY.items():
-        rows.append(f"| `{family}@K` | {m.description} | {m.formula.replace('|', chr(92) + '|')} |")
-    for family, m in REGISTRY.items():
-        rows.append(f"| `{family}@Ntok` | {family}@K over the longest prefix of ≤ N context tokens | equal-budget comparison |")
-    for name, description in {**GENERATION_METRICS, **OTHER_METRICS}.items():
-        rows.append(f"| `{name}` | {description} | |")
-    return "\n".join(rows) + "\n"

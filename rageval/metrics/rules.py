@@ -17,7 +17,7 @@ import functools
 import re
 from collections.abc import Sequence
 
-from rageval.metrics.base import CheckResult
+from rageval.records import CheckResult
 from rageval.text import folded_words, normalize
 
 #: Phrases that mean "the documents do not say". Vietnamese first, then English. They are kept
@@ -71,34 +71,24 @@ def _quoted(phrases: Sequence[str]) -> str:
     return ", ".join(f"'{p}'" for p in phrases)
 
 
-def check_must_include(answer: str | None, phrases: Sequence[str]) -> CheckResult:
-    """Pass iff every phrase occurs in the answer. Details: ``missing`` (in the given order).
-    Score: share of phrases present. Skipped with no answer or no phrases."""
-    checked = _normalised_phrases(phrases, "must_include")
+def check_phrases(answer: str | None, phrases: Sequence[str], key: str, *, inverse: bool = False) -> CheckResult:
+    """``must_include`` (pass iff every phrase occurs in the answer; details ``missing``) or, with
+    ``inverse``, ``must_not_include`` (pass iff none occurs; details ``present``), both in the
+    given order. Score: share of phrases as wanted. Skipped with no answer or no phrases; ``key``
+    names the list in messages."""
+    checked = _normalised_phrases(phrases, key)
     if answer is None:
         return CheckResult.skipped("no answer: retrieval-only case")
     if not checked:
-        return CheckResult.skipped("no must_include phrases")
-    present, missing = _present(answer, checked)
-    score = len(present) / len(checked)
-    if missing:
-        return CheckResult.fail(f"missing required {_quoted(missing)}", score=score, missing=missing)
-    return CheckResult.ok(f"includes {_quoted(present)}", score=score, missing=[])
-
-
-def check_must_not_include(answer: str | None, phrases: Sequence[str]) -> CheckResult:
-    """Pass iff no phrase occurs in the answer. Details: ``present`` (in the given order).
-    Score: share of phrases absent. Skipped with no answer or no phrases."""
-    checked = _normalised_phrases(phrases, "must_not_include")
-    if answer is None:
-        return CheckResult.skipped("no answer: retrieval-only case")
-    if not checked:
-        return CheckResult.skipped("no must_not_include phrases")
+        return CheckResult.skipped(f"no {key} phrases")
     present, absent = _present(answer, checked)
-    score = len(absent) / len(checked)
-    if present:
-        return CheckResult.fail(f"contains forbidden {_quoted(present)}", score=score, present=present)
-    return CheckResult.ok(f"avoids {_quoted(absent)}", score=score, present=[])
+    wrong, right = (present, absent) if inverse else (absent, present)
+    detail = "present" if inverse else "missing"
+    score = len(right) / len(checked)
+    if wrong:
+        what = "contains forbidden" if inverse else "missing required"
+        return CheckResult.fail(f"{what} {_quoted(wrong)}", score=score, **{detail: wrong})
+    return CheckResult.ok(f"{'avoids' if inverse else 'includes'} {_quoted(right)}", score=score, **{detail: []})
 
 
 def _markers(markers: Sequence[str] | None) -> list[tuple[str, str]]:

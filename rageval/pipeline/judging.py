@@ -7,8 +7,8 @@
   (``judge.faithfulness_calls: judge``), or in two calls of its own (``separate``). Rules come
   first: a case that already fails a deterministic rule (numbers, must_include, must_not_include,
   refusal) is not sent to the judge or to faithfulness — both read "not judged: failed rules" —
-  unless ``judge.always`` is true. Set ``fresh = True`` on it for the gate's re-run: every call
-  then bypasses the response cache.
+  unless ``judge.always`` is true. ``fresh`` (the gate's re-runs) makes every call bypass the
+  response cache.
 * :func:`load_labels` reads people's pass/fail labels (for ``rageval judge-agreement``).
 * :func:`judge_gate_allowed` refuses to gate on the judge when ``judge.min_agreement`` is set and
   the measured agreement (``judge.agreement_file``) is missing or below it.
@@ -19,17 +19,17 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from rageval.config import JudgeConfig
 from rageval.errors import DatasetError
 from rageval.golden.set import Case
-from rageval.metrics.base import CheckResult
 from rageval.metrics.faithfulness import check_faithfulness, judge_with_claims
 from rageval.metrics.judge import judge_case
 from rageval.metrics.labels import parse_labels
 from rageval.parse import finite, load_json, read_bytes
 from rageval.pipeline.apps import Trace
+from rageval.pipeline.llm import LLMClient
+from rageval.records import CheckResult
 
 NO_MODEL = "no model configured (judge.model)"
 NOT_JUDGED = "not judged: failed rules ({rules}); judge.always: true judges these too"
@@ -51,22 +51,21 @@ class CaseJudge:
     ``failed_rules``: the deterministic checks the case already fails."""
 
     def check(self, case: Case, trace: Trace, expected_text: str,
-              failed_rules: Sequence[str] = ()) -> dict[str, CheckResult]:
+              failed_rules: Sequence[str] = (), *, fresh: bool = False) -> dict[str, CheckResult]:
         return {"judge": CheckResult.skipped(NO_MODEL)}
 
 
 class ModelJudge(CaseJudge):
-    """The judge (and optionally faithfulness) for every answered case. ``fresh``: bypass caches."""
+    """The judge (and optionally faithfulness) for every answered case."""
 
-    def __init__(self, client: Any, cfg: JudgeConfig, *, fresh: bool = False) -> None:
+    def __init__(self, client: LLMClient, cfg: JudgeConfig) -> None:
         if cfg.model and client is None:
             raise ValueError("ModelJudge needs a model client when judge.model is set")
         self.client = client
         self.cfg = cfg
-        self.fresh = fresh
 
     def check(self, case: Case, trace: Trace, expected_text: str,
-              failed_rules: Sequence[str] = ()) -> dict[str, CheckResult]:
+              failed_rules: Sequence[str] = (), *, fresh: bool = False) -> dict[str, CheckResult]:
         model, cfg = self.cfg.model, self.cfg
         names = ("judge", "faithfulness") if cfg.faithfulness else ("judge",)
         if not model or (failed_rules and not cfg.always):
@@ -76,13 +75,13 @@ class ModelJudge(CaseJudge):
         context = [r.text for r in trace.context]
         if cfg.faithfulness and cfg.faithfulness_calls == "judge":
             judge, faithfulness = judge_with_claims(self.client, model, case.question, case.expected_answer,
-                                                    expected_text, answer, context, case_id=case.id, fresh=self.fresh)
+                                                    expected_text, answer, context, case_id=case.id, fresh=fresh)
             return {"judge": judge, "faithfulness": faithfulness}
         out = {"judge": judge_case(self.client, model, case.question, case.expected_answer, expected_text, answer,
-                                   case_id=case.id, fresh=self.fresh)}
+                                   case_id=case.id, fresh=fresh)}
         if cfg.faithfulness:
             out["faithfulness"] = check_faithfulness(self.client, model, case.question, answer, context,
-                                                     expected_text, case_id=case.id, fresh=self.fresh)
+                                                     expected_text, case_id=case.id, fresh=fresh)
         return out
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -21,36 +21,25 @@ from typing import Any
 
 from rageval import __version__
 from rageval.config import Config
-from rageval.cost import Usage
+from rageval.cost import Cost, Usage
 from rageval.errors import RagevalError
 from rageval.golden import lifecycle
 from rageval.golden.corpus import Corpus, load_corpus
 from rageval.golden.set import Case, GoldenSet, load_golden
 from rageval.metrics.aggregate import summarize, verdict_of
 from rageval.metrics.judge import JUDGE_PARAMETERS
-from rageval.metrics.numbers import check_numbers
-from rageval.metrics.retrieval import case_metrics, first_relevant_rank
-from rageval.metrics.rules import (
-    check_must_include,
-    check_must_not_include,
-    check_refusal,
-)
-from rageval.pipeline.apps import Trace
+from rageval.metrics.registry import REGISTRY, RULE, CaseInput, case_metrics
+from rageval.metrics.registry import needs_model as checks_need_model
+from rageval.metrics.retrieval import first_relevant_rank
+from rageval.pipeline.apps import App, Trace
 from rageval.pipeline.apps.builtin import BuiltinApp
 from rageval.pipeline.apps.command import CommandApp
 from rageval.pipeline.apps.http import HttpApp
 from rageval.pipeline.apps.replay import ReplayApp
 from rageval.pipeline.judging import CaseJudge, ModelJudge
 from rageval.pipeline.llm import LLMClient
-from rageval.results import (
-    FAIL,
-    CaseResult,
-    CheckResult,
-    Cost,
-    GoldenInfo,
-    Progress,
-    RunResult,
-)
+from rageval.records import FAIL, CaseResult, CheckResult
+from rageval.results import GoldenInfo, Progress, RunResult
 from rageval.text import count_tokens
 
 
@@ -62,9 +51,9 @@ class Evaluation:
     golden: GoldenSet
     subset: str | None
     corpus: Corpus
-    app: Any
-    client: Any = None
-    judge: CaseJudge = CaseJudge()
+    app: App
+    client: LLMClient | None = None
+    judge: CaseJudge = field(default_factory=CaseJudge)
     index_seconds: float = 0.0
     env: Mapping[str, str] = field(default_factory=dict)     # what the model client and the app may see
 
@@ -101,7 +90,7 @@ class Evaluation:
                 raise
             except Exception as exc:  # noqa: BLE001 - the user's app failing is a per-case error
                 trace = Trace(case.id, error=f"{type(exc).__name__}: {exc}")
-            return score_case(case, trace, self.corpus, self.cfg, self.judge)
+            return score_case(case, trace, self.corpus, self.cfg, self.judge, fresh=fresh)
 
         out: list[CaseResult] = []
         # threads only help an app that waits (a model, a service); an in-process deterministic
@@ -119,8 +108,6 @@ class Evaluation:
         """One pass over the subset (or ``case_ids``) → a RunResult. ``fresh`` bypasses the
         response caches; ``previous`` offers the first run's traces for deterministic stages."""
         started, before = time.monotonic(), ledger_of(self.client)
-        if hasattr(self.judge, "fresh"):
-            self.judge.fresh = fresh
         cases = list(self.golden.cases)
         if case_ids is not None:
             wanted = set(case_ids)
@@ -139,11 +126,12 @@ def trace_of(case: CaseResult) -> Trace:
 
 
 def needs_model(cfg: Config) -> bool:
-    return cfg.generation.provider == "openai" or cfg.embedding.provider == "openai" or cfg.judge.model is not None
+    """Whether a pipeline stage or a check calls a model under ``cfg`` (then a client is built)."""
+    return cfg.generation.provider == "openai" or cfg.embedding.provider == "openai" or checks_need_model(cfg)
 
 
 def prepare(cfg: Config, *, env: Mapping[str, str], subset: str | None = None, app_spec: str | None = None,
-            client: Any = None, judge: CaseJudge | None = None, corpus: Corpus | None = None,
+            client: LLMClient | None = None, judge: CaseJudge | None = None, corpus: Corpus | None = None,
             golden: GoldenSet | None = None) -> Evaluation:
     """Load the golden set and corpus (unless ``golden`` / ``corpus`` are given: the whole set and
     corpus ``cfg`` names, already loaded), check them against each other, build the model client
@@ -162,33 +150,35 @@ def prepare(cfg: Config, *, env: Mapping[str, str], subset: str | None = None, a
                       getattr(app, "index_seconds", 0.0), dict(env))
 
 
-def make_app(cfg: Config, corpus: Corpus, app_spec: str | None, client: Any, env: Mapping[str, str]) -> Any:
+#: app.type -> how that App is made from the config (the builtin one also needs the corpus and model client)
+APP_FACTORIES: dict[str, Callable[[Config, Corpus, LLMClient | None, Mapping[str, str]], App]] = {
+    "builtin": lambda cfg, corpus, client, env: BuiltinApp(cfg, corpus, client),
+    "replay": lambda cfg, corpus, client, env: ReplayApp(cfg.app.path),  # type: ignore[arg-type]
+    "command": lambda cfg, corpus, client, env: CommandApp(cfg.app.command or (), cfg.root, cfg.app.timeout_s,
+                                                           env=env),
+    "http": lambda cfg, corpus, client, env: HttpApp(cfg.app.url or "", cfg.app.timeout_s, cfg.app.headers, env=env),
+}
+
+
+def make_app(cfg: Config, corpus: Corpus, app_spec: str | None, client: LLMClient | None,
+             env: Mapping[str, str]) -> App:
+    """The App the config names; ``app_spec`` ``replay:FILE`` (the command line's ``--app``) overrides it."""
     kind, _, arg = (app_spec or "").partition(":")
     if app_spec and kind != "replay":
         raise RagevalError(f"--app {app_spec!r}: only replay:FILE overrides the config's app on the command line.")
     if kind == "replay":
         return ReplayApp(Path(arg))
-    a = cfg.app
-    if a.type == "replay":
-        return ReplayApp(a.path)  # type: ignore[arg-type]
-    if a.type == "command":
-        return CommandApp(a.command or (), cfg.root, a.timeout_s, env=env)
-    if a.type == "http":
-        return HttpApp(a.url or "", a.timeout_s, a.headers, env=env)
-    return BuiltinApp(cfg, corpus, client)
+    return APP_FACTORIES[cfg.app.type](cfg, corpus, client, env)
 
 
 # --- scoring ------------------------------------------------------------------------------
 
-#: the deterministic checks that come before the judge: a case failing one is not judged
-#: (unless judge.always), so no model call is spent on an answer already known to be wrong
-RULE_CHECKS = ("numbers", "must_include", "must_not_include", "refusal")
-
-
-def score_case(case: Case, trace: Trace, corpus: Corpus, cfg: Config, judge: CaseJudge) -> CaseResult:
-    """Every check of one answered case, and its verdict: passed when no applicable check failed;
-    an App error or a check error makes the case an error (``passed`` None), not a fail. Rules
-    first: the judge is told which of ``RULE_CHECKS`` the case already fails."""
+def score_case(case: Case, trace: Trace, corpus: Corpus, cfg: Config, judge: CaseJudge, *,
+               fresh: bool = False) -> CaseResult:
+    """Every check of one answered case, in the registry's order (retrieval, rules, then model
+    checks, told which rules the case already fails), and its verdict: passed when no applicable
+    check failed; an App error or a check error makes the case an error (``passed`` None), not a
+    fail. ``fresh``: model checks bypass the response cache (the gate's re-runs)."""
     base = CaseResult(
         id=case.id, question=case.question, expected_answer=case.expected_answer,
         expected_sections=tuple(case.expected_sections), slice=dict(case.slice), tags=tuple(case.tags),
@@ -199,36 +189,30 @@ def score_case(case: Case, trace: Trace, corpus: Corpus, cfg: Config, judge: Cas
     # chunk sizes: as the app reported them, else counted with our tokenizer
     tokens = None if trace.retrieved is None else [
         r.tokens if r.tokens is not None else count_tokens(r.text) for r in trace.retrieved]
-    checks, metrics, rank = _retrieval(case, trace, tokens, cfg)
+    expected = set(case.expected_sections)
+    metrics: dict[str, float] = {}
+    rank = None
+    if trace.retrieved is not None and tokens is not None and expected:
+        ranking = [set(r.sections) for r in trace.retrieved]
+        metrics = {k: round(v, 6) for k, v in case_metrics(cfg.metric_names(), ranking, tokens, expected).items()}
+        rank = first_relevant_rank(ranking, expected)
     source = corpus.text_of(case.expected_sections)
-    checks["numbers"] = check_numbers(trace.answer, case.expected_answer, source, cfg.checks.units)
-    checks["must_include"] = check_must_include(trace.answer, case.must_include)
-    checks["must_not_include"] = check_must_not_include(trace.answer, case.must_not_include)
-    checks["refusal"] = check_refusal(trace.answer, case.out_of_scope, cfg.checks.refusal_markers)
-    if trace.answer is None:
-        checks["judge"] = CheckResult.skipped("no answer: retrieval-only case")
-    else:
-        checks.update(judge.check(case, trace, source, [n for n in RULE_CHECKS if checks[n].status == FAIL]))
+    x = CaseInput(id=case.id, question=case.question, expected_answer=case.expected_answer,
+                  expected_sections=tuple(case.expected_sections), answer=trace.answer, retrieved=trace.retrieved,
+                  source=source, must_include=tuple(case.must_include), must_not_include=tuple(case.must_not_include),
+                  out_of_scope=case.out_of_scope, first_relevant_rank=rank, k=max(cfg.retrieval.k),
+                  units=cfg.checks.units, refusal_markers=cfg.checks.refusal_markers,
+                  model=lambda failed: judge.check(case, trace, source, failed, fresh=fresh))
+    checks: dict[str, CheckResult] = {}
+    for check in REGISTRY.ordered_checks():
+        if check.applies(cfg):
+            checks[check.name] = result = check.run(x)  # type: ignore[misc]
+            if check.stage == RULE and result.status == FAIL:
+                x.failed_rules.append(check.name)
     passed, failures, error = verdict_of(checks)
     return base.replace(context_tokens=None if tokens is None else sum(tokens[: len(trace.context)]),
                         first_relevant_rank=rank, metrics=metrics, checks=checks, passed=passed,
                         failures=failures, error=error)
-
-
-def _retrieval(case: Case, trace: Trace, tokens: list[int] | None, cfg: Config
-               ) -> tuple[dict[str, CheckResult], dict[str, float], int | None]:
-    """(checks with the retrieval check, retrieval metrics, first relevant rank) of one case."""
-    expected = set(case.expected_sections)
-    if trace.retrieved is None or tokens is None or not expected:
-        why = "out of scope: no expected sections" if not expected else "the app reported no retrieval"
-        return {"retrieval": CheckResult.skipped(why)}, {}, None
-    ranking = [set(r.sections) for r in trace.retrieved]
-    metrics = {k: round(v, 6) for k, v in case_metrics(cfg.metric_names(), ranking, tokens, expected).items()}
-    rank = first_relevant_rank(ranking, expected)
-    k = max(cfg.retrieval.k)
-    check = (CheckResult.ok(f"first relevant chunk at rank {rank}", k=k) if rank is not None and rank <= k
-             else CheckResult.fail(f"no chunk with {', '.join(sorted(expected))} in the top {k}", k=k))
-    return {"retrieval": check}, metrics, rank
 
 
 # --- the RunResult --------------------------------------------------------------------------
@@ -256,9 +240,9 @@ def build_result(ev: Evaluation, cases: list[CaseResult], timings: dict[str, flo
     )
 
 
-def ledger_of(client: Any) -> Usage:
+def ledger_of(client: LLMClient | None) -> Usage:
     """The model client's running counts (nothing for a run without one)."""
-    return client.ledger() if client is not None and hasattr(client, "ledger") else Usage()
+    return client.ledger() if client is not None else Usage()
 
 
 def git_sha(root: Path) -> str | None:

@@ -16,6 +16,7 @@ import builders
 import pytest
 
 from rageval.config import GateConfig, ReportConfig
+from rageval.cost import Cost
 from rageval.gate.decide import evaluate
 from rageval.gate.report import (
     GITHUB_COMMENT_LIMIT,
@@ -26,7 +27,8 @@ from rageval.gate.report import (
     render_run_table,
     render_summary_line,
 )
-from rageval.results import CaseResult, CheckResult, Cost, RunResult
+from rageval.records import CaseResult, CheckResult
+from rageval.results import RunResult
 
 DATA = Path(__file__).parents[1] / "data"
 UPDATE = os.environ.get("RAGEVAL_UPDATE_GOLDEN") == "1"

@@ -7,14 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rageval.metrics.base import parse_metric
-from rageval.metrics.retrieval import (
-    budget_prefix,
-    case_metrics,
-    first_relevant_rank,
-    ndcg_at,
-    recall_at,
-)
+from rageval.metrics.registry import case_metrics, parse_metric
+from rageval.metrics.retrieval import budget_prefix, first_relevant_rank, ndcg_at, recall_at
 
 
 def test_hand_worked_example():

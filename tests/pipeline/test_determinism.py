@@ -24,7 +24,7 @@ import seed_data
 from rageval.config import load_config
 from rageval.pipeline.generation import ExtractiveGenerator
 from rageval.pipeline.runner import prepare
-from rageval.results import Retrieved
+from rageval.records import Retrieved
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "tests" / "data" / "engine-reference" / "builtin-results.json"

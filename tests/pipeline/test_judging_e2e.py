@@ -126,7 +126,7 @@ def test_an_unchanged_rerun_costs_zero_calls_and_the_gate_rerun_calls_again(seed
     assert [c["checks"] for c in again["cases"]] == [c["checks"] for c in first["cases"]]
     assert again["cost"]["calls_total"] == 0 and again["cost"]["cache_hits"] == 5      # this run's own cost
     rerun = as_dict(evaluation.run(fresh=True))                                  # the gate's re-run
-    assert judge.fresh is True and server.calls["chat"] == 10
+    assert server.calls["chat"] == 10
     assert [c["checks"] for c in rerun["cases"]] == [c["checks"] for c in first["cases"]]
     assert rerun["cost"]["calls"] == {"judge": 5}
 
@@ -167,8 +167,8 @@ def test_model_judge_fresh_flag_bypasses_the_cache(server, tmp_path):
     first = judge.check(CASE, trace, POLICY["DT-1"])
     assert server.calls["chat"] == 1
     assert judge.check(CASE, trace, POLICY["DT-1"]) == first and server.calls["chat"] == 1
-    judge.fresh = True
-    assert judge.check(CASE, trace, POLICY["DT-1"]) == first and server.calls["chat"] == 2
+    assert judge.check(CASE, trace, POLICY["DT-1"], fresh=True) == first and server.calls["chat"] == 2
+    assert judge.check(CASE, trace, POLICY["DT-1"]) == first and server.calls["chat"] == 2   # nothing left switched on
 
 
 @pytest.mark.parametrize("always, calls", [(False, 0), (True, 1)])

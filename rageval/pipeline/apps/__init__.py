@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from rageval.errors import DatasetError
 from rageval.golden.set import Case
 from rageval.parse import finite, load_json, shown
-from rageval.results import Retrieved
+from rageval.records import Retrieved
 
 __all__ = ["MAX_TRACE_BYTES", "RETRIEVED_KEYS", "TRACE_KEYS", "App", "Retrieved", "Trace", "load_trace_json",
            "request_for", "trace_from_dict"]
