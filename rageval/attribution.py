@@ -31,7 +31,7 @@ from rageval.gate.ablation import Attribution, Effect, MetricAttribution
 from rageval.gate.decide import config_diff, flatten
 from rageval.gate.format import fmt_delta
 from rageval.gate.thresholds import pipeline_of
-from rageval.gate.verdict import Verdict
+from rageval.gate.verdict import ConfigChange, Verdict
 from rageval.golden.corpus import Corpus, load_corpus
 from rageval.golden.history import file_at
 from rageval.metrics.registry import case_value
@@ -74,15 +74,15 @@ def _shown(value: Any) -> str:
 def config_knobs(before: Mapping[str, Any], after: Mapping[str, Any], max_knobs: int) -> list[Knob]:
     """The answer-changing config keys that differ; grouped by section past ``max_knobs``."""
     changes = [d for d in config_diff(before, after)
-               if d["key"].split(".")[0] in ANSWER_SECTIONS and d["key"] not in NOT_KNOBS
-               and not new_at_default(d)]
+               if d.key.split(".")[0] in ANSWER_SECTIONS and d.key not in NOT_KNOBS
+               and not new_at_default(d.key, d.before, d.after)]
     if len(changes) <= max_knobs:
-        return [Knob(d["key"], (d["key"],), d["before"], d["after"]) for d in changes]
-    sections: dict[str, list[dict[str, Any]]] = {}
+        return [Knob(d.key, (d.key,), d.before, d.after) for d in changes]
+    sections: dict[str, list[ConfigChange]] = {}
     for d in changes:
-        sections.setdefault(d["key"].split(".")[0], []).append(d)
-    return [Knob(name, tuple(d["key"] for d in ds), {d["key"].split(".", 1)[1]: d["before"] for d in ds},
-                 {d["key"].split(".", 1)[1]: d["after"] for d in ds}) for name, ds in sections.items()]
+        sections.setdefault(d.key.split(".")[0], []).append(d)
+    return [Knob(name, tuple(d.key for d in ds), {d.key.split(".", 1)[1]: d.before for d in ds},
+                 {d.key.split(".", 1)[1]: d.after for d in ds}) for name, ds in sections.items()]
 
 
 def corpus_knobs(baseline: RunResult, corpus: Corpus, root: Path) -> tuple[list[Knob], list[str]]:
@@ -247,7 +247,7 @@ def attribute(cfg: Config, baseline: RunResult | None, candidate: RunResult, ver
         for knob in knobs:
             runs.append((knob, variant([k for k in knobs if k is not knob]), variant([knob])))
     results = tuple(_effects(m, compared, value_on(baseline, m, compared), value_on(candidate, m, compared), runs,
-                             float((verdict.noise.get(m) or {}).get("band") or 0.0)) for m in metrics)
+                             verdict.noise[m].band if m in verdict.noise else 0.0) for m in metrics)
     return Attribution("attributed", note.strip(" ()"), tuple(k.label for k in knobs), results,
-                       runs=len(done), seconds=time.monotonic() - started,
+                       runs=len(done), seconds=round(time.monotonic() - started, 3),
                        model_calls=sum(r.cost.calls_total for r in done.values()))

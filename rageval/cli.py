@@ -25,8 +25,8 @@ from rageval.errors import (
     RagevalError,
 )
 from rageval.files import read_json, write_json, write_text
-from rageval.gate import report
-from rageval.gate.report import printable
+from rageval.gate import report, terminal
+from rageval.gate.markdown import printable
 from rageval.gate.verdict import Verdict
 from rageval.golden import lifecycle
 from rageval.golden.candidates import (
@@ -193,7 +193,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     result = build_evaluation(cfg, args.subset, args.app).run(progress=ProgressPrinter("rageval run", args.err))
     if args.out:
         write_json(args.out, result)
-    out.write(report.render_run_table(result) + "\n")
+    out.write(terminal.render_run_table(result) + "\n")
     if args.out:
         out.write(f"wrote {args.out}\n")
     return EXIT_OK
@@ -204,7 +204,7 @@ def cmd_baseline(args: argparse.Namespace, out: TextIO) -> int:
     ev = build_evaluation(cfg, args.subset, None)
     result = flow.run_repeats(ev, args.repeats, progress=ProgressPrinter("rageval baseline", args.err))
     write_json(args.out, result)
-    out.write(report.render_run_table(result) + "\n" + report.render_noise(result) + "\n")
+    out.write(terminal.render_run_table(result) + "\n" + terminal.render_noise(result) + "\n")
     out.write(f"wrote {args.out}\n")
     return EXIT_OK
 
@@ -228,7 +228,7 @@ def cmd_gate(args: argparse.Namespace, out: TextIO) -> int:
         write_text(args.report_md, outcome.markdown)
     if args.candidate_out and not args.candidate:
         write_json(args.candidate_out, outcome.candidate)
-    out.write(report.render_terminal(outcome.verdict, title=cfg.report.title))
+    out.write(terminal.render_terminal(outcome.verdict, title=cfg.report.title))
     return EXIT_BLOCKED if outcome.verdict.blocked else EXIT_OK
 
 
@@ -260,7 +260,7 @@ def cmd_judge_agreement(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_report(args: argparse.Namespace, out: TextIO) -> int:
     cfg = load_config(args.config)
-    verdict = Verdict.from_dict(read_json(args.verdict, what="verdict"), str(args.verdict))
+    verdict = Verdict.read(read_json(args.verdict, what="verdict"), str(args.verdict))
     baseline = load_result(args.baseline) if args.baseline else None
     markdown = report.render_markdown(verdict, baseline, load_result(args.candidate), cfg.report)
     if args.out:

@@ -15,9 +15,9 @@ from rageval import attribution
 from rageval.config import Config
 from rageval.cost import Cost
 from rageval.errors import RagevalError
-from rageval.gate import report, stats
+from rageval.gate import report, stats, terminal
 from rageval.gate.decide import Decision, decide
-from rageval.gate.verdict import Verdict, freeze, thaw
+from rageval.gate.verdict import Verdict
 from rageval.golden.corpus import Corpus
 from rageval.golden.set import Case
 from rageval.pipeline.judging import judge_gate_allowed
@@ -95,7 +95,7 @@ def gate(cfg: Config, baseline: RunResult | None, *, evaluation: Evaluation | No
     re-run), decide against ``baseline`` — re-running through the evaluation near a threshold —
     and render the report. ``expected``: the golden cases the candidate must answer (default:
     the evaluation's cases); one it lacks is a failing case. The re-runs' model calls, made with
-    the cache bypassed, are counted apart: ``candidate.cost.rerun`` and ``verdict.reran["cost"]``."""
+    the cache bypassed, are counted apart: ``candidate.cost.rerun`` and ``verdict.reran.cost``."""
     if (evaluation is None) == (candidate is None):
         raise ValueError("flow.gate needs exactly one of evaluation and candidate")
     rerun = None
@@ -121,9 +121,9 @@ def gate(cfg: Config, baseline: RunResult | None, *, evaluation: Evaluation | No
     if reruns:
         cost = with_reruns(candidate.cost, reruns)
         candidate = candidate.replace(cost=cost)
-        verdict = replace(verdict, reran=freeze({**thaw(verdict.reran), "cost": cost.rerun.to_dict() if cost.rerun else {}}))
+        verdict = replace(verdict, reran=replace(verdict.reran, cost=cost.rerun))
     markdown = report.render_markdown(verdict, decision.baseline, candidate, cfg.report)
-    line = report.render_summary_line(verdict, title=cfg.report.title)
+    line = terminal.render_summary_line(verdict, title=cfg.report.title)
     return GateOutcome(verdict, decision.baseline, candidate, markdown, line, tuple(notes))
 
 
@@ -135,7 +135,7 @@ def with_attribution(cfg: Config, decision: Decision, evaluation: Evaluation | N
         if cfg.attribution.run == "always" or (cfg.attribution.run == "on_block" and verdict.blocked):
             found = attribution.Attribution("not_available", "the candidate was given as a file (--candidate), "
                                             "not run here, so it cannot be re-run with a knob reverted")
-            return replace(verdict, attribution=freeze(found.to_dict()))
+            return replace(verdict, attribution=found)
         return verdict
     compared = decision.compared
 
@@ -146,4 +146,4 @@ def with_attribution(cfg: Config, decision: Decision, evaluation: Evaluation | N
 
     found = attribution.attribute(cfg, decision.baseline, decision.candidate, verdict, corpus=evaluation.corpus,
                                   compared=compared, run_variant=run_variant)
-    return verdict if found is None else replace(verdict, attribution=freeze(found.to_dict()))
+    return verdict if found is None else replace(verdict, attribution=found)

@@ -9,7 +9,6 @@ import functools
 import hashlib
 import json
 import re
-from collections.abc import Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -233,8 +232,8 @@ def default_values() -> dict[str, Any]:
     return out
 
 
-def new_at_default(change: Mapping[str, Any]) -> bool:
-    """Whether a config-diff row (``{key, before, after}``) is a key an older rageval did not write
-    that is at its default now: no change a PR made."""
+def new_at_default(key: str, before: Any, after: Any) -> bool:
+    """Whether a config-diff row (``key``: ``before`` → ``after``) is a key an older rageval did not
+    write that is at its default now: no change a PR made."""
     defaults = default_values()
-    return change["before"] is None and change["key"] in defaults and defaults[change["key"]] == change["after"]
+    return before is None and key in defaults and defaults[key] == after

@@ -15,6 +15,7 @@ from conftest import ROOT
 
 from rageval import attribution
 from rageval.config import load_config
+from rageval.files import Reader
 from rageval.gate import ablation
 from rageval.gate.decide import evaluate
 from rageval.golden.corpus import load_corpus
@@ -55,7 +56,7 @@ def gate(run_cli, project: Path, config: Path) -> tuple[int, str, dict]:
 
 
 def metric(verdict: dict, name: str) -> ablation.MetricAttribution:
-    found = ablation.from_dict(verdict["attribution"]).for_metric(name)
+    found = ablation.Attribution.from_dict(verdict["attribution"], "attribution", Reader("verdict")).for_metric(name)
     assert found is not None, verdict["attribution"]
     return found
 

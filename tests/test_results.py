@@ -91,7 +91,7 @@ def test_a_broken_chunk_table_is_bad_input_naming_the_key(edit, message):
 
 def test_the_verdict_of_the_release_loads_with_the_same_keys():
     data = json.loads((RELEASE / "verdict.json").read_text(encoding="utf-8"))
-    verdict = Verdict.from_dict(data)
+    verdict = Verdict.read(data)
     assert verdict.to_dict() == data
     assert verdict.verdict == "fail" and verdict.pass_to_fail == ("q01", "q03")
 
@@ -198,7 +198,7 @@ def test_records_round_trip():
 
 @pytest.mark.parametrize(("key", "value", "message"), [
     ("metrics", "oops", r"metrics: expected a list"),
-    ("verdict", "maybe", r"verdict: expected 'pass' or 'fail'"),
+    ("verdict", "maybe", r"verdict: expected one of pass, fail, got 'maybe'"),
     ("state", "bad", r"state: expected one of pass, fail"),
     ("reasons", [{"rule": "floor", "message": 1, "blocking": True}], r"reasons\[0\]\.message: expected a string"),
     ("pass_to_fail", [1], r"pass_to_fail\[0\]: expected a string"),
@@ -207,12 +207,12 @@ def test_a_verdict_with_wrong_types_is_refused_naming_the_key(key, value, messag
     data = json.loads((RELEASE / "verdict.json").read_text(encoding="utf-8"))
     data[key] = value
     with pytest.raises(ResultError, match=r"^verdict\.json: " + message):
-        Verdict.from_dict(data, "verdict.json")
+        Verdict.read(data, "verdict.json")
 
 
 def test_rows_of_a_verdict_need_numbers_where_numbers_belong():
     data = json.loads((RELEASE / "verdict.json").read_text(encoding="utf-8"))
     data["metrics"][0]["candidate"] = "high"
     with pytest.raises(ResultError, match=r"metrics\[0\]\.candidate: expected a finite number or null"):
-        Verdict.from_dict(data, "verdict.json")
+        Verdict.read(data, "verdict.json")
     assert read_json(RELEASE / "verdict.json", what="verdict")["verdict"] == "fail"

@@ -39,12 +39,12 @@ def aggregate_with_reruns(ctx: Context, rerun: RerunFn | None) -> tuple[list[Run
         runs.append(rerun(None))
 
 
-def rerun_values(runs: Sequence[RunResult], checks: Sequence[Check]) -> dict[str, list[float | None]]:
+def rerun_values(runs: Sequence[RunResult], checks: Sequence[Check]) -> dict[str, tuple[float | None, ...]]:
     """Per gated metric (slice metrics keyed ``type=injection:judge_pass``), its value in each run;
     empty when there was no full re-run."""
     if len(runs) < 2:
         return {}
-    return {c.key: [r.summary.value(c.metric, c.slice) for r in runs] for c in checks}
+    return {c.key: tuple(r.summary.value(c.metric, c.slice) for r in runs) for c in checks}
 
 
 @dataclass(frozen=True)

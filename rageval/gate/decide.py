@@ -37,7 +37,7 @@ from rageval.gate import confirm, stats, tables
 from rageval.gate.compare import Comparison, compare
 from rageval.gate.golden_rules import with_golden_checks
 from rageval.gate.thresholds import Context, RerunFn, pipeline_of
-from rageval.gate.verdict import Reason, Verdict, freeze
+from rageval.gate.verdict import ConfigChange, GoldenReport, RankDrop, Reason, Reruns, Statistics, Verdict
 from rageval.golden.set import Case
 from rageval.metrics.aggregate import recomputed, summarize
 from rageval.metrics.registry import metrics_fed_by
@@ -75,11 +75,10 @@ def flatten(config: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def config_diff(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> list[dict[str, Any]]:
-    """Dotted keys whose values differ, sorted: ``[{key, before, after}]`` (absent -> None)."""
+def config_diff(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> list[ConfigChange]:
+    """Dotted keys whose values differ, sorted (absent -> None)."""
     a, b = flatten(before or {}), flatten(after or {})
-    return [{"key": k, "before": a.get(k), "after": b.get(k)}
-            for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+    return [ConfigChange(k, a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
 
 
 def _rank_worse(before: int | None, after: int | None) -> bool:
@@ -103,7 +102,7 @@ def _numbers_message(check_name: str, case_id: str, case: CaseResult) -> str:
 
 
 def case_diff(base_cases: Mapping[str, CaseResult], cand_cases: Mapping[str, CaseResult]
-              ) -> tuple[list[str], list[str], list[dict[str, Any]]]:
+              ) -> tuple[list[str], list[str], list[RankDrop]]:
     """(pass→fail ids incl. passing cases missing in the candidate, fail→pass ids, rank drops)."""
     pass_to_fail, fail_to_pass, rank_drops = [], [], []
     for case_id, before in base_cases.items():
@@ -113,10 +112,9 @@ def case_diff(base_cases: Mapping[str, CaseResult], cand_cases: Mapping[str, Cas
         elif before.passed is False and after is not None and after.passed is True:
             fail_to_pass.append(case_id)
         if after is not None and _rank_worse(before.first_relevant_rank, after.first_relevant_rank):
-            rank_drops.append({"id": case_id, "before": before.first_relevant_rank,
-                               "after": after.first_relevant_rank})
+            rank_drops.append(RankDrop(case_id, before.first_relevant_rank, after.first_relevant_rank))
     order = {case_id: n for n, case_id in enumerate(cand_cases)}
-    rank_drops.sort(key=lambda r: order[r["id"]])
+    rank_drops.sort(key=lambda r: order[r.id])
     return pass_to_fail, fail_to_pass, rank_drops
 
 
@@ -189,7 +187,7 @@ def _recomputing(rerun: RerunFn | None) -> RerunFn | None:
 class _PerCase:
     pass_to_fail: list[str]
     fail_to_pass: list[str]
-    rank_drops: list[dict[str, Any]]
+    rank_drops: list[RankDrop]
     tests: dict[str | None, stats.McNemar]
     bootstrap: dict[str, stats.BootstrapCI]
 
@@ -241,19 +239,16 @@ def _evaluate(baseline: RunResult | None, candidate: RunResult, cfg: GateConfig,
     return Verdict(
         verdict=verdict, state=state, comparable=cmp.comparable, reasons=tuple(reasons),
         pass_to_fail=tuple(confirmed.pass_to_fail), fail_to_pass=tuple(per.fail_to_pass),
-        flaky=tuple(confirmed.flaky), rank_drops=freeze(per.rank_drops),
-        config_diff=freeze(config_diff(baseline.config, candidate.config) if baseline is not None else []),
-        reran=freeze({"targeted": confirmed.rechecked, "full": len(runs) > 1,
-                      "runs": confirm.rerun_values(runs, checks)}),
-        stats=freeze({"mcnemar": per.tests[None].to_dict() if None in per.tests else None,
-                      "bootstrap": {m: ci.to_dict() for m, ci in per.bootstrap.items()}}),
-        metrics=freeze(metric_rows), by_slice=freeze(tables.slice_rows(ctx, runs, checks, reasons)),
+        flaky=tuple(confirmed.flaky), rank_drops=tuple(per.rank_drops),
+        config_diff=tuple(config_diff(baseline.config, candidate.config)) if baseline is not None else (),
+        reran=Reruns(tuple(confirmed.rechecked), len(runs) > 1, confirm.rerun_values(runs, checks)),
+        stats=Statistics(per.tests.get(None), per.bootstrap),
+        metrics=tuple(metric_rows), by_slice=tuple(tables.slice_rows(ctx, runs, checks, reasons)),
         cases_added=tuple(i for i in cand_cases if baseline is not None and i not in base_cases),
         cases_removed=tuple(i for i in base_cases if i not in cand_cases),
-        golden=freeze({"name": candidate.golden.name,
-                       "baseline_version": None if baseline is None else baseline.golden.version,
-                       "candidate_version": candidate.golden.version, "compared_cases": len(cmp.common)}),
-        noise=freeze(tables.noise_rows(ctx, [row["metric"] for row in metric_rows])))
+        golden=GoldenReport(candidate.golden.name, None if baseline is None else baseline.golden.version,
+                            candidate.golden.version, len(cmp.common)),
+        noise=tables.noise_rows(ctx, [row.metric for row in metric_rows]))
 
 
 # --- the decision as `rageval gate` and the Action make it ------------------------------------

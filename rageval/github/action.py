@@ -51,7 +51,7 @@ from rageval.errors import (
     RagevalError,
 )
 from rageval.files import to_json, write_text
-from rageval.gate import report
+from rageval.gate import terminal
 from rageval.github.baseline import fetch_baseline
 from rageval.github.client import GitHubClient
 from rageval.github.comment import MAX_COMMENT_CHARS, comment_marker, upsert_comment
@@ -336,7 +336,7 @@ def _run_baseline(ctx: _Context) -> int:
     ev = prepare(cfg, subset=subset, env=app_env(ctx.env))
     with ctx.console.group(f"rageval baseline: {len(ev.golden.cases)} cases × {ctx.inputs.repeats} repeats"):
         result = flow.run_repeats(ev, ctx.inputs.repeats, progress=Progress(ctx.console, "rageval baseline"))
-    table, noise_line = report.render_run_table(result), report.render_noise(result)
+    table, noise_line = terminal.render_run_table(result), terminal.render_noise(result)
     ctx.console.log(table)
     ctx.console.log(noise_line)
     markdown = (f"### {cfg.report.title}: baseline\n\n"

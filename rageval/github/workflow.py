@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from typing import TextIO
 
 from rageval.errors import RagevalError
-from rageval.gate.report import printable
+from rageval.gate.markdown import printable
 
 #: what ``##[`` becomes in printed text: visible, and not ``##[`` under any string comparison
 #: (a zero-width character would not do: .NET's culture-sensitive IndexOf ignores it).

@@ -23,6 +23,7 @@ from rageval.config import Config
 from rageval.golden.corpus import Corpus
 from rageval.golden.set import HOLDOUT_TAG, Case, GoldenSet, is_holdout, slice_labels
 from rageval.metrics.numbers import extract_quantities
+from rageval.records import Record
 from rageval.results import GoldenInfo
 from rageval.text import folded_words
 
@@ -158,18 +159,38 @@ def _ids(ids: Sequence[str], limit: int = 10) -> str:
 
 # --- golden diff -----------------------------------------------------------------------------
 
-def golden_diff(before: Mapping[str, Mapping[str, Any]], after: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ChangedCase(Record):
+    """A case whose id stayed and whose content did not: the fields that changed (DIFF_FIELDS order)."""
+
+    id: str
+    fields: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class GoldenDiff(Record):
+    """Cases added, removed and changed between two golden snapshots."""
+
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    changed: tuple[ChangedCase, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed or self.changed)
+
+
+def golden_diff(before: Mapping[str, Mapping[str, Any]], after: Mapping[str, Mapping[str, Any]]) -> GoldenDiff:
     """Cases added, removed and changed (with the fields that changed) between two snapshots."""
     changed = []
     for case_id, now in after.items():
         old = before.get(case_id)
         if old is None:
             continue
-        fields = [f for f in DIFF_FIELDS if _norm(old.get(f)) != _norm(now.get(f))]
+        fields = tuple(f for f in DIFF_FIELDS if _norm(old.get(f)) != _norm(now.get(f)))
         if fields:
-            changed.append({"id": case_id, "fields": fields})
-    return {"added": [i for i in after if i not in before], "removed": [i for i in before if i not in after],
-            "changed": changed}
+            changed.append(ChangedCase(case_id, fields))
+    return GoldenDiff(tuple(i for i in after if i not in before), tuple(i for i in before if i not in after),
+                      tuple(changed))
 
 
 def _norm(value: Any) -> Any:
@@ -185,7 +206,7 @@ def _norm(value: Any) -> Any:
 # --- policy drift ----------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class SectionChange:
+class SectionChange(Record):
     section: str
     removed: tuple[str, ...]      # quantities the old text stated and the new one does not
     added: tuple[str, ...]
@@ -257,14 +278,11 @@ def drift_messages(drifts: Sequence[Drift]) -> list[tuple[str, str, list[str]]]:
 # --- leaks -----------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class Leak:
+class Leak(Record):
     case: str
     where: str                    # "prompt.j2 line 12", "corpus DT-3 (doi-tra)"
     overlap: float                # share of the question's word 3-grams found there
     holdout: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"case": self.case, "where": self.where, "overlap": self.overlap, "holdout": self.holdout}
 
     def message(self) -> str:
         who = "a holdout case" if self.holdout else self.case
@@ -359,8 +377,24 @@ def leak_places(prompt: Path | None, extra: Sequence[Path], corpus: Corpus, root
 
 # --- coverage --------------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class Coverage(Record):
+    """Cases per source section and per slice value (whole golden set); sections with fewer than
+    ``min_cases`` cases and gated slices with no case."""
+
+    by_section: Mapping[str, int]
+    by_slice: Mapping[str, int]
+    thin_sections: tuple[str, ...]
+    empty_slices: tuple[str, ...]
+    min_cases: int
+
+    @property
+    def n_covered(self) -> int:
+        return sum(1 for n in self.by_section.values() if n)
+
+
 def coverage(golden: GoldenSet, section_ids: Sequence[str], gated_slices: Iterable[str],
-             min_cases: int) -> dict[str, Any]:
+             min_cases: int) -> Coverage:
     """Cases per source section and per slice value (whole golden set); sections with fewer than
     ``min_cases`` cases and gated slices with no case."""
     cases = golden.full.cases
@@ -371,13 +405,12 @@ def coverage(golden: GoldenSet, section_ids: Sequence[str], gated_slices: Iterab
             by_section[section] = by_section.get(section, 0) + 1
         for label in slice_labels(case.slice):
             by_slice[label] = by_slice.get(label, 0) + 1
-    return {"by_section": by_section, "by_slice": dict(sorted(by_slice.items())),
-            "thin_sections": [s for s, n in by_section.items() if n < min_cases],
-            "empty_slices": [s for s in gated_slices if by_slice.get(s, 0) == 0],
-            "min_cases": min_cases}
+    return Coverage(by_section, dict(sorted(by_slice.items())),
+                    tuple(s for s, n in by_section.items() if n < min_cases),
+                    tuple(s for s in gated_slices if by_slice.get(s, 0) == 0), min_cases)
 
 
-def check_golden(cfg: Config, golden: GoldenSet, corpus: Corpus) -> tuple[list[Leak] | None, dict[str, Any]]:
+def check_golden(cfg: Config, golden: GoldenSet, corpus: Corpus) -> tuple[list[Leak] | None, Coverage]:
     """The golden set's own checks as `validate` and every RunResult report them: leaks (None when
     ``golden_checks.leaks`` is off) and coverage, both over the whole golden set."""
     gc = cfg.golden_checks
@@ -388,17 +421,17 @@ def check_golden(cfg: Config, golden: GoldenSet, corpus: Corpus) -> tuple[list[L
     return leaks, coverage(golden, corpus.ids(), cfg.gate.slices, gc.min_cases_per_section)
 
 
-def coverage_lines(cov: Mapping[str, Any]) -> list[str]:
+def coverage_lines(cov: Coverage) -> list[str]:
     """The coverage summary `rageval validate` prints."""
-    sections = cov["by_section"]
+    sections = cov.by_section
     listed = ", ".join(f"{s} {n}" for s, n in list(sections.items())[:COVERAGE_LISTED])
     if len(sections) > COVERAGE_LISTED:
         listed += f" …and {len(sections) - COVERAGE_LISTED} more (all in golden_checks.coverage of `rageval run --out`)"
-    lines = [f"coverage: {sum(1 for n in sections.values() if n)}/{len(sections)} sections have a case; "
+    lines = [f"coverage: {cov.n_covered}/{len(sections)} sections have a case; "
              f"cases per section: {listed}"]
-    lines.append("coverage: cases per slice: " + (", ".join(f"{s} {n}" for s, n in cov["by_slice"].items()) or "none"))
-    if cov["thin_sections"]:
-        lines.append(f"coverage: sections with fewer than {cov['min_cases']} cases: {', '.join(cov['thin_sections'])}")
-    if cov["empty_slices"]:
-        lines.append(f"coverage: gated slices with no case: {', '.join(cov['empty_slices'])}")
+    lines.append("coverage: cases per slice: " + (", ".join(f"{s} {n}" for s, n in cov.by_slice.items()) or "none"))
+    if cov.thin_sections:
+        lines.append(f"coverage: sections with fewer than {cov.min_cases} cases: {', '.join(cov.thin_sections)}")
+    if cov.empty_slices:
+        lines.append(f"coverage: gated slices with no case: {', '.join(cov.empty_slices)}")
     return lines

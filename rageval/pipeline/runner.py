@@ -62,7 +62,7 @@ class Evaluation:
         """Leaks of golden questions and coverage of sections and slices (the whole golden set);
         computed once per evaluation, recorded in every RunResult it builds."""
         leaks, coverage = lifecycle.check_golden(self.cfg, self.golden, self.corpus)
-        return {"leaks": None if leaks is None else [x.to_dict() for x in leaks], "coverage": coverage}
+        return {"leaks": None if leaks is None else [x.to_dict() for x in leaks], "coverage": coverage.to_dict()}
 
     @cached_property
     def snapshots(self) -> tuple[dict[str, Any], dict[str, Any]]:

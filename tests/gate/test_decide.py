@@ -4,7 +4,7 @@ slices, errors, missing cases, significance, and the Verdict's JSON form."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import FrozenInstanceError, replace
 from typing import Any
 
 import pytest
@@ -60,8 +60,8 @@ def test_seed_incident_blocks_on_mrr_floor_and_numbers():
         "numbers q01: missing 7 ngày; outside source 30 ngày",
         "numbers q03: missing 5 ngày làm việc; outside source 5 ngày",
     ]
-    assert [dict(r) for r in verdict.rank_drops] == [{"id": "q01", "before": 1, "after": 3},
-                                                     {"id": "q03", "before": 1, "after": 3}]
+    assert [r.to_dict() for r in verdict.rank_drops] == [{"id": "q01", "before": 1, "after": 3},
+                                                         {"id": "q03", "before": 1, "after": 3}]
     assert verdict.pass_to_fail == ("q01", "q03") and verdict.fail_to_pass == ()
     # the printed table of section 4
     assert (row(verdict, "hit@1")["baseline"], row(verdict, "hit@1")["candidate"]) == (0.8, 0.4)
@@ -151,7 +151,7 @@ def test_rerun_times_bounds_the_full_reruns():
     cfg = GateConfig(floors={"pass_rate": 0.90}, rerun=RerunConfig(margin=0.02, times=2))
     verdict = evaluate(None, _rate_run(0.895), cfg, rerun)
     assert rerun.calls == [None, None] and verdict.verdict == "fail"
-    assert verdict.reran["runs"]["pass_rate"] == (0.895, 0.89, 0.89)
+    assert verdict.reran.runs["pass_rate"] == (0.895, 0.89, 0.89)
 
 
 @pytest.mark.parametrize(("metric", "config", "value"), [
@@ -162,7 +162,7 @@ def test_rerun_times_bounds_the_full_reruns():
 def test_no_rerun_when_it_cannot_change_the_decision(metric, config, value):
     rerun = Recorder()
     verdict = evaluate(None, _rate_run(value, config), GateConfig(floors={metric: 0.90}), rerun)
-    assert rerun.calls == [] and verdict.verdict == "fail" and verdict.reran["full"] is False
+    assert rerun.calls == [] and verdict.verdict == "fail" and verdict.reran.full is False
 
 
 def test_retrieval_metric_is_rerun_when_the_embedder_is_not_deterministic():
@@ -208,7 +208,7 @@ def test_targeted_rerun_moves_cases_that_pass_again_to_flaky():
     verdict = evaluate(before, after, GateConfig(zero_tolerance=("numbers",)), rerun)
     assert rerun.calls == [["q2", "q3"]]
     assert verdict.flaky == ("q2", "q3") and verdict.pass_to_fail == ()
-    assert verdict.verdict == "pass" and verdict.reran["targeted"] == ("q2", "q3")
+    assert verdict.verdict == "pass" and verdict.reran.targeted == ("q2", "q3")
 
 
 def test_targeted_rerun_keeps_cases_that_fail_again():
@@ -244,10 +244,11 @@ def test_a_golden_change_leaving_too_few_unchanged_cases_is_not_comparable_and_a
         "are needed to compare (gate.min_common_cases 10, and half of the PR's cases), so only floors and "
         "zero-tolerance apply")
     assert [r.rule for r in verdict.reasons if r.blocking] == ["floor", "zero_tolerance", "zero_tolerance"]
-    assert verdict.pass_to_fail == () and verdict.rank_drops == () and verdict.stats["mcnemar"] is None
+    assert verdict.pass_to_fail == () and verdict.rank_drops == () and verdict.stats.mcnemar is None
     assert row(verdict, "hit@1")["delta"] is None and row(verdict, "hit@1")["baseline"] == 0.8
-    assert dict(verdict.golden) == {"name": "banhang-returns", "baseline_version": 2, "candidate_version": 3,
-                                    "compared_cases": 3}
+    golden = verdict.golden
+    assert (golden.name, golden.baseline_version, golden.candidate_version, golden.compared_cases) == (
+        "banhang-returns", 2, 3, 3)
     blocked = evaluate(before, after, replace(cfg, floors={}, zero_tolerance=(), not_comparable="fail"))
     assert blocked.verdict == "fail" and [r.rule for r in blocked.blocking_reasons] == ["not_comparable"]
 
@@ -288,7 +289,7 @@ def test_missing_cases_count_as_failures_and_sets_are_compared_on_the_intersecti
     assert verdict.pass_to_fail == ("q2",) and verdict.cases_removed == ("q2", "q3")
     assert messages(verdict, blocking=True) == ["q2 passed in the baseline and is missing in the candidate"]
     assert row(verdict, "mrr@5")["delta"] == 0.0   # over the common case q1, not 1.0 − 0.75
-    assert verdict.stats["mcnemar"]["b"] == 1
+    assert verdict.stats.mcnemar.b == 1
 
 
 def test_floor_on_a_metric_with_no_value_blocks():
@@ -369,15 +370,17 @@ def test_verdict_json_round_trip_with_exact_keys():
                           "cases_removed", "golden", "noise"]
     assert set(data["reasons"][0]) == {"rule", "metric", "case", "slice", "value", "threshold", "message", "blocking"}
     assert data["reasons"][1]["case"] == "q01" and data["reasons"][0]["metric"] == "mrr@5"
-    assert Verdict.from_dict(data).to_dict() == data
+    assert Verdict.read(data).to_dict() == data
+    with pytest.raises(FrozenInstanceError):
+        verdict.reran.full = True               # read-only
     with pytest.raises(TypeError):
-        verdict.reran["full"] = True            # read-only
+        verdict.reran.runs["x"] = (1.0,)        # read-only
     with pytest.raises(RagevalError, match=r"verdict: missing keys noise"):
-        Verdict.from_dict({k: v for k, v in data.items() if k != "noise"})
+        Verdict.read({k: v for k, v in data.items() if k != "noise"})
 
 
 def test_config_diff_flattens_dotted_keys():
-    assert config_diff({"a": {"b": 1, "c": [1, 2]}, "d": 1}, {"a": {"b": 2, "c": [1, 2]}, "e": {}}) == [
+    assert [d.to_dict() for d in config_diff({"a": {"b": 1, "c": [1, 2]}, "d": 1}, {"a": {"b": 2, "c": [1, 2]}, "e": {}})] == [
         {"key": "a.b", "before": 1, "after": 2}, {"key": "d", "before": 1, "after": None},
         {"key": "e", "before": None, "after": {}}]
 

@@ -18,15 +18,9 @@ import pytest
 from rageval.config import GateConfig, ReportConfig
 from rageval.cost import Cost
 from rageval.gate.decide import evaluate
-from rageval.gate.report import (
-    GITHUB_COMMENT_LIMIT,
-    escape_md,
-    fence,
-    printable,
-    render_markdown,
-    render_run_table,
-    render_summary_line,
-)
+from rageval.gate.markdown import escape_md, fence, printable
+from rageval.gate.report import GITHUB_COMMENT_LIMIT, render_markdown
+from rageval.gate.terminal import render_run_table, render_summary_line
 from rageval.records import CaseResult, CheckResult
 from rageval.results import RunResult
 

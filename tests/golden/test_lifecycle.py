@@ -361,7 +361,7 @@ def test_coverage_in_the_pr_comment_lists_thin_sections_and_stays_bounded(projec
     sections = {f"S-{i}": i % 3 for i in range(10_000)}
     verdict["golden"]["coverage"] = {"by_section": sections, "by_slice": {}, "min_cases": 2, "empty_slices": [],
                                      "thin_sections": [s for s, n in sections.items() if n < 2]}
-    markdown = render_markdown(Verdict.from_dict(verdict), load_result(baseline), load_result(baseline),
+    markdown = render_markdown(Verdict.read(verdict), load_result(baseline), load_result(baseline),
                                ReportConfig())
     assert "Coverage: 6666/10000 sections have a case; 6667 with fewer than 2" in markdown
     assert "S-59 2 …and 9940 more." in markdown and "S-60 " not in markdown
@@ -409,8 +409,8 @@ def test_an_id_retired_in_an_earlier_commit_is_not_reused(project, run_cli, monk
 
 
 def test_validate_names_at_most_100_sections_but_every_thin_one():
-    cov = {"by_section": {f"S-{i}": i % 3 for i in range(250)}, "by_slice": {"type=lookup": 4},
-           "thin_sections": [f"S-{i}" for i in range(250) if i % 3 < 2], "empty_slices": [], "min_cases": 2}
+    cov = lifecycle.Coverage({f"S-{i}": i % 3 for i in range(250)}, {"type=lookup": 4},
+                             tuple(f"S-{i}" for i in range(250) if i % 3 < 2), (), 2)
     first, slices, thin = lifecycle.coverage_lines(cov)
     assert first.startswith("coverage: 166/250 sections have a case; cases per section: S-0 0, S-1 1, S-2 2,")
     assert first.endswith("S-99 0 …and 150 more (all in golden_checks.coverage of `rageval run --out`)")
