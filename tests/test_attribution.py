@@ -17,7 +17,7 @@ from rageval import attribution
 from rageval.config import load_config
 from rageval.files import Reader
 from rageval.gate import ablation
-from rageval.gate.decide import evaluate
+from rageval.gate.decide import verdict_on
 from rageval.golden.corpus import load_corpus
 from rageval.results import load_result
 from rageval.settings import GateConfig
@@ -171,4 +171,4 @@ def test_an_edited_corpus_file_is_a_knob_reverted_from_the_baselines_commit(tmp_
 
 def test_evaluate_is_unchanged_by_attribution():
     before, after = run([case("q1")]), run([case("q1", rank=3)])
-    assert "attribution" not in evaluate(before, after, GateConfig()).to_dict()
+    assert "attribution" not in verdict_on(before, after, GateConfig()).to_dict()

@@ -2,10 +2,10 @@
 
 ``decide(cfg, baseline, candidate, expected=…)`` is what `rageval gate` and the Action call: it
 completes the candidate (a golden case it lacks is a failing case), narrows main's baseline to the
-PR's cases, and calls ``evaluate``, then adds the golden set's own rules
+PR's cases, and calls ``verdict_on``, then adds the golden set's own rules
 (``rageval.gate.golden_rules``: version discipline, policy drift, leaks).
 
-``evaluate(baseline, candidate, cfg, rerun=None) -> Verdict`` first re-derives every case verdict
+``verdict_on(baseline, candidate, cfg, rerun=None) -> Verdict`` first re-derives every case verdict
 from its checks and every summary from the cases (nothing a results file claims is trusted), then
 applies, in this order:
 
@@ -174,7 +174,7 @@ def case_reasons(cfg: GateConfig, base_cases: Mapping[str, CaseResult], cand_cas
     return reasons
 
 
-# --- evaluate --------------------------------------------------------------------------------
+# --- verdict_on --------------------------------------------------------------------------------
 
 def _recomputing(rerun: RerunFn | None) -> RerunFn | None:
     """Re-runs are judged like the candidate: verdicts from checks, summaries from cases."""
@@ -205,7 +205,7 @@ def _per_case(baseline: RunResult | None, candidate: RunResult, cmp: Comparison,
     return _PerCase(pass_to_fail, fail_to_pass, rank_drops, tests, bootstrap)
 
 
-def evaluate(baseline: RunResult | None, candidate: RunResult, cfg: GateConfig,
+def verdict_on(baseline: RunResult | None, candidate: RunResult, cfg: GateConfig,
              rerun: RerunFn | None = None) -> Verdict:
     """Apply the gate (see the module docstring) and return the Verdict. ``rerun`` re-executes
     cases with caches bypassed: ``rerun(None)`` the whole subset, ``rerun(ids)`` those cases.
@@ -217,7 +217,7 @@ def evaluate(baseline: RunResult | None, candidate: RunResult, cfg: GateConfig,
 
 def _evaluate(baseline: RunResult | None, candidate: RunResult, cfg: GateConfig, rerun: RerunFn | None,
               cmp: Comparison) -> Verdict:
-    """:func:`evaluate` on runs already re-derived, compared as ``cmp`` says."""
+    """:func:`verdict_on` on runs already re-derived, compared as ``cmp`` says."""
     rerun = _recomputing(rerun)
     cand_cases = candidate.case_map
     base_cases = baseline.case_map if baseline is not None else {}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from rageval.gate import stats
-from rageval.gate.thresholds import Check, Context, delta_of, mean_value
+from rageval.gate.thresholds import Context, ThresholdResult, delta_of, mean_value
 from rageval.gate.verdict import MetricRow, NoiseBand, Reason, SliceRow, Threshold
 from rageval.results import RunResult
 
@@ -25,7 +25,7 @@ def _status(reasons: Iterable[Reason], slice_key: str | None, metric: str, value
     return "pass"
 
 
-def _threshold(checks: Iterable[Check], slice_key: str | None, metric: str) -> Threshold | None:
+def _threshold(checks: Iterable[ThresholdResult], slice_key: str | None, metric: str) -> Threshold | None:
     out: dict[str, float] = {}
     for check in checks:
         if check.slice == slice_key and check.metric == metric:
@@ -34,7 +34,7 @@ def _threshold(checks: Iterable[Check], slice_key: str | None, metric: str) -> T
     return Threshold(**out) if out else None
 
 
-def metric_rows(ctx: Context, runs: Sequence[RunResult], checks: Sequence[Check],
+def metric_rows(ctx: Context, runs: Sequence[RunResult], checks: Sequence[ThresholdResult],
                 reasons: Sequence[Reason]) -> list[MetricRow]:
     """A row for every summary metric of either run and every gated one."""
     cand_metrics = ctx.candidate.summary.metrics
@@ -59,7 +59,7 @@ def _slice_metrics(ctx: Context, key: str) -> list[str]:
     return ["pass_rate"] if "pass_rate" in present else []
 
 
-def slice_rows(ctx: Context, runs: Sequence[RunResult], checks: Sequence[Check],
+def slice_rows(ctx: Context, runs: Sequence[RunResult], checks: Sequence[ThresholdResult],
                reasons: Sequence[Reason]) -> list[SliceRow]:
     """One row per (slice, metric): gated slices with their gated metrics, the others with pass_rate."""
     keys = list(dict.fromkeys([*(ctx.candidate.summary.by_slice or {}),

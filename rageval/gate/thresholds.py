@@ -1,6 +1,6 @@
 """Floors and tolerance over noise, overall and per gated slice: the gate's aggregate rules.
 
-``aggregate_checks(ctx, runs)`` decides every floor and max_drop on the mean of ``runs`` (the
+``threshold_results(ctx, runs)`` decides every floor and max_drop on the mean of ``runs`` (the
 candidate, plus any full re-runs):
 
 * **floors** — ``value < floor`` blocks (``mrr@5 0.63 < 0.85``). A floored metric with no value
@@ -67,7 +67,7 @@ def rerunnable(metric: str, pipeline: tuple[bool, bool]) -> bool:
 
 
 @dataclass(frozen=True)
-class Check:
+class ThresholdResult:
     """One floor or max_drop decision on one (slice, metric)."""
 
     rule: str                   # floor | max_drop | slice_floor | slice_max_drop
@@ -188,7 +188,7 @@ def _prefix(slice_key: str | None) -> tuple[str, str]:
     return ("", "") if slice_key is None else ("slice_", f"slice {slice_key}: ")
 
 
-def _floor_check(ctx: Context, runs: Sequence[RunResult], slice_key: str | None, metric: str, floor: float) -> Check:
+def _floor_check(ctx: Context, runs: Sequence[RunResult], slice_key: str | None, metric: str, floor: float) -> ThresholdResult:
     value = mean_value(runs, slice_key, metric)
     if value is None:
         message, failed = MSG_FLOOR_NA.format(metric=metric, floor=fmt(floor)), True
@@ -196,12 +196,12 @@ def _floor_check(ctx: Context, runs: Sequence[RunResult], slice_key: str | None,
         failed = value < floor - EPS
         message = MSG_FLOOR.format(metric=metric, value=fmt(value, floor), floor=fmt(floor, value))
     rule, where = _prefix(slice_key)
-    return Check(rule + "floor", slice_key, metric, value, float(floor), failed, where + message, failed,
+    return ThresholdResult(rule + "floor", slice_key, metric, value, float(floor), failed, where + message, failed,
                  rerunnable(metric, ctx.pipeline))
 
 
 def _drop_check(ctx: Context, base: RunResult, runs: Sequence[RunResult], slice_key: str | None, metric: str,
-                max_drop: float) -> Check | None:
+                max_drop: float) -> ThresholdResult | None:
     if base.summary.value(metric, slice_key) is None:
         return None                      # nothing to drop from: the metric is new
     sigma = stats.sigma_diff(base.sigma(metric, slice_key), ctx.candidate.sigma(metric, slice_key))
@@ -209,7 +209,7 @@ def _drop_check(ctx: Context, base: RunResult, runs: Sequence[RunResult], slice_
     before, after, delta = change_of(ctx, runs, slice_key, metric)
     rule, where = _prefix(slice_key)
     if after is None or delta is None:
-        return Check(rule + "max_drop", slice_key, metric, None, -tol, True,
+        return ThresholdResult(rule + "max_drop", slice_key, metric, None, -tol, True,
                      where + MSG_DROP_NA.format(metric=metric, before=fmt(before)), True,
                      rerunnable(metric, ctx.pipeline))
     failed = delta < -tol - EPS
@@ -220,15 +220,15 @@ def _drop_check(ctx: Context, base: RunResult, runs: Sequence[RunResult], slice_
     note = _significance_note(ctx, slice_key, metric) if failed else None
     if note:
         message, blocking = f"{message} — {note}", False
-    return Check(rule + "max_drop", slice_key, metric, delta, -tol, failed, message, blocking,
+    return ThresholdResult(rule + "max_drop", slice_key, metric, delta, -tol, failed, message, blocking,
                  rerunnable(metric, ctx.pipeline))
 
 
-def aggregate_checks(ctx: Context, runs: Sequence[RunResult]) -> tuple[list[Check], list[Reason]]:
+def threshold_results(ctx: Context, runs: Sequence[RunResult]) -> tuple[list[ThresholdResult], list[Reason]]:
     """Floors and max_drop, overall and per gated slice, on the mean of ``runs``; plus the
     insufficient-data reasons of gated slices."""
     targets, notes = _targets(ctx)
-    checks: list[Check] = []
+    checks: list[ThresholdResult] = []
     for slice_key, floors, drops in targets:
         checks += [_floor_check(ctx, runs, slice_key, metric, floor) for metric, floor in floors.items()]
         if ctx.comparable and ctx.baseline is not None:

@@ -17,7 +17,7 @@ import pytest
 
 from rageval.config import GateConfig, ReportConfig
 from rageval.cost import Cost
-from rageval.gate.decide import evaluate
+from rageval.gate.decide import verdict_on
 from rageval.gate.markdown import escape_md, fence, printable
 from rageval.gate.report import GITHUB_COMMENT_LIMIT, render_markdown
 from rageval.gate.terminal import render_run_table, render_summary_line
@@ -99,7 +99,7 @@ def check_golden(scenario: str, text: str) -> None:
 
 def test_blocked_report_matches_golden_file():
     before, after = chunk200(), chunk800()
-    verdict = evaluate(before, after, SEED_GATE)
+    verdict = verdict_on(before, after, SEED_GATE)
     text = render_markdown(verdict, before, after, ReportConfig())
     assert text.splitlines()[0] == "### ❌ RAG eval gate: blocked — mrr@5 0.63 < 0.85 (floor)"
     assert "| mrr@5 | 0.90 | 0.63 | −0.27 | ≥ 0.85 | ❌ |" in text
@@ -123,7 +123,7 @@ def test_passed_report_with_flaky_case_matches_golden_file():
 
     cfg = GateConfig(floors={"hit@3": 0.95, "mrr@5": 0.85}, max_drop={"mrr@5": 0.03, "pass_rate": 0.05},
                      zero_tolerance=("numbers",))
-    verdict = evaluate(before, fixed, cfg, rerun)
+    verdict = verdict_on(before, fixed, cfg, rerun)
     assert calls == [["q05"]] and verdict.flaky == ("q05",) and verdict.verdict == "pass"
     text = render_markdown(verdict, before, fixed, ReportConfig())
     assert text.splitlines()[0] == "### ✅ RAG eval gate: passed — all gates passed"
@@ -136,7 +136,7 @@ def test_not_comparable_report_matches_golden_file():
     before = old.replace(cases=tuple(c.replace(question=c.question + " (v2)") if c.id in ("q02", "q04") else c
                                      for c in old.cases))
     after = chunk200()
-    verdict = evaluate(before, after, GateConfig(floors={"hit@3": 0.95, "mrr@5": 0.85}, max_drop={"mrr@5": 0.0}))
+    verdict = verdict_on(before, after, GateConfig(floors={"hit@3": 0.95, "mrr@5": 0.85}, max_drop={"mrr@5": 0.0}))
     text = render_markdown(verdict, before, after, ReportConfig())
     assert text.splitlines()[0] == (
         "### ⚠️ RAG eval gate: passed (not comparable) — only 3 of the PR's 5 cases are unchanged since the baseline "
@@ -154,7 +154,7 @@ def test_500_failing_cases_fit_a_github_comment_and_keep_header_and_tables():
                   for i in range(500)])
     after = run([case(f"c{i:03d}", 4, long + "!", question=f"Câu hỏi số {i} " * 10, numbers=(["7 ngày"], ["30 ngày"]),
                       slice_={"type": f"t{i % 7}"}) for i in range(500)], config={"chunking": {"size": 800}})
-    verdict = evaluate(before, after, GateConfig(floors={"mrr@5": 0.85, "pass_rate": 0.9}, zero_tolerance=("numbers",)))
+    verdict = verdict_on(before, after, GateConfig(floors={"mrr@5": 0.85, "pass_rate": 0.9}, zero_tolerance=("numbers",)))
     text = render_markdown(verdict, before, after, ReportConfig(max_cases=25))
     assert len(text) < GITHUB_COMMENT_LIMIT
     assert text.startswith("### ❌ RAG eval gate: blocked — mrr@5 0.25 < 0.85 (floor)\n")
@@ -168,7 +168,7 @@ def test_500_failing_cases_fit_a_github_comment_and_keep_header_and_tables():
 
 def test_small_max_chars_cuts_case_lists_first():
     before, after = chunk200(), chunk800()
-    verdict = evaluate(before, after, SEED_GATE)
+    verdict = verdict_on(before, after, SEED_GATE)
     full = render_markdown(verdict, before, after, ReportConfig())
     cut = render_markdown(verdict, before, after, ReportConfig(), max_chars=len(full) - 1)
     assert len(cut) < len(full) and "| mrr@5 | 0.90 | 0.63 |" in cut and "…and " in cut
@@ -205,7 +205,7 @@ def test_model_text_cannot_break_out_of_the_report():
     bad = case("q1", 2, NASTY, question=question,
                checks={"judge": CheckResult.fail("says </details> and @here")})
     after = run([bad, case("q2", 1, "ok")])
-    verdict = evaluate(before, after, GateConfig())
+    verdict = verdict_on(before, after, GateConfig())
     text = render_markdown(verdict, before, after, ReportConfig(), title="Gate <b>@team</b>")
     rest, blocks = outside_fences(text)
     assert NASTY in blocks                                       # the answer verbatim, inside its fence
@@ -223,7 +223,7 @@ def test_holdout_cases_show_counts_never_text():
     before = run([case("h1", 1, secret_a, question=secret_q, tags=("holdout",)), case("q2", 1, "ok")])
     after = run([case("h1", 3, secret_a + "!", question=secret_q, tags=("holdout",), numbers=(["7 ngày"], ["30 ngày"])),
                  case("q2", 1, "ok")])
-    verdict = evaluate(before, after, GateConfig(zero_tolerance=("numbers",)))
+    verdict = verdict_on(before, after, GateConfig(zero_tolerance=("numbers",)))
     assert verdict.verdict == "fail" and verdict.pass_to_fail == ("h1",)
     text = render_markdown(verdict, before, after, ReportConfig())
     assert "SECRET" not in text and "h1" not in text and "30 ngày" not in text
@@ -235,10 +235,10 @@ def test_holdout_cases_show_counts_never_text():
 
 def test_summary_line():
     before, after = chunk200(), chunk800()
-    verdict = evaluate(before, after, SEED_GATE)
+    verdict = verdict_on(before, after, SEED_GATE)
     assert render_summary_line(verdict) == "RAG eval gate: blocked — mrr@5 0.63 < 0.85 (floor); +2 more reasons"
-    assert render_summary_line(evaluate(before, before, SEED_GATE)) == "RAG eval gate: passed — all gates passed"
-    long = render_summary_line(evaluate(None, after, GateConfig(zero_tolerance=("numbers",))), title="x" * 200)
+    assert render_summary_line(verdict_on(before, before, SEED_GATE)) == "RAG eval gate: passed — all gates passed"
+    long = render_summary_line(verdict_on(None, after, GateConfig(zero_tolerance=("numbers",))), title="x" * 200)
     assert len(long) == 140 and long.endswith("…") and "\n" not in long
 
 
@@ -294,7 +294,7 @@ def test_control_and_bidi_characters_never_reach_the_comment():
     before = run([case("q1" + HOSTILE, 1, "ok", **texts), case("q2", 1, "ok")])
     bad = case("q1" + HOSTILE, 2, "answer " + HOSTILE, checks={"judge": CheckResult.fail("judge " + HOSTILE)}, **texts)
     after = run([bad, case("q2", 2, "ok", error="app error " + HOSTILE)])
-    verdict = evaluate(before, after, GateConfig(floors={"pass_rate": 0.9}))
+    verdict = verdict_on(before, after, GateConfig(floors={"pass_rate": 0.9}))
     assert verdict.pass_to_fail == ("q1" + HOSTILE,)
     text = render_markdown(verdict, before, after, ReportConfig(), title="Gate " + HOSTILE)
     assert not RAW_CONTROL.findall(text)
@@ -330,7 +330,7 @@ def test_one_long_case_does_not_hide_the_others():
     """The issue's case: one 200 KB text among 30 pass→fail cases used to leave no case at all."""
     long_text = "Một câu trả lời rất dài. " * 8_000            # 200,000 characters
     before, after = p2f_cases(30, "c00", long_text)
-    verdict = evaluate(before, after, GateConfig(floors={"pass_rate": 0.9}))
+    verdict = verdict_on(before, after, GateConfig(floors={"pass_rate": 0.9}))
     assert len(verdict.pass_to_fail) == 30
     text = render_markdown(verdict, before, after, ReportConfig(max_cases=30))
     assert len(text) < GITHUB_COMMENT_LIMIT
@@ -342,7 +342,7 @@ def test_one_long_case_does_not_hide_the_others():
 
 def test_a_huge_title_cannot_cut_off_the_verdict():
     before, after = chunk200(), chunk800()
-    verdict = evaluate(before, after, SEED_GATE)
+    verdict = verdict_on(before, after, SEED_GATE)
     text = render_markdown(verdict, before, after, ReportConfig(title="T" * 100_000))
     assert text.splitlines()[0] == ("### ❌ " + "T" * 200 + "… (99,800 more characters): blocked — "
                                     "mrr@5 0.63 < 0.85 (floor)")
