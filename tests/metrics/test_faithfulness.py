@@ -110,9 +110,8 @@ def scripted_model(body: dict) -> str:
 
 
 @pytest.fixture
-def server():
-    with OpenAIServer(responder=scripted_model) as srv:
-        yield srv
+def server(model_server):
+    return model_server(responder=scripted_model)
 
 
 def check(client, question, answer, context, expected, **kw):
