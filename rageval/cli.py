@@ -116,6 +116,14 @@ def _eval_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default=None, help="write the agreement JSON here (judge.agreement_file)")
     p.set_defaults(handler="rageval.commands.judge:agreement")
 
+    p = sub.add_parser("judge-pair", help="which run answered better, case by case: the judge compares the two "
+                       "answers in both orders and counts a preference only when both orders agree")
+    _config_arg(p)
+    p.add_argument("--baseline", required=True, help="RunResult whose answers are shown as A first (e.g. main's)")
+    p.add_argument("--candidate", required=True, help="RunResult whose answers are shown as B first (e.g. the PR's)")
+    p.add_argument("--out", default=None, help="write the per-case results and totals as JSON here")
+    p.set_defaults(handler="rageval.commands.judge:pair")
+
     p = sub.add_parser("report", help="render the markdown report from saved results")
     p.add_argument("--config", default=DEFAULT_CONFIG)
     p.add_argument("--verdict", required=True)

@@ -55,7 +55,7 @@ COMMANDS = commands(cli.make_parser())
 
 
 def test_every_command_is_probed():
-    assert {"validate", "run", "baseline", "gate", "report", "judge-agreement"} <= {c[0] for c in COMMANDS}
+    assert {"validate", "run", "baseline", "gate", "report", "judge-agreement", "judge-pair"} <= {c[0] for c in COMMANDS}
     assert ("golden", "add") in COMMANDS and ("golden", "candidates") in COMMANDS
 
 
@@ -66,7 +66,7 @@ def test_help_and_version_load_no_pipeline(entry, argv):
     assert loaded == []
     assert code == (2 if argv == ["no-such-command"] else 0)
     if argv == ["--help"]:
-        assert "usage: rageval" in output and "judge-agreement" in output
+        assert "usage: rageval" in output and "judge-pair" in output
 
 
 @pytest.mark.parametrize("command", list(COMMANDS), ids=" ".join)

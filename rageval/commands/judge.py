@@ -1,8 +1,10 @@
-"""`rageval judge-agreement`: the judge against people's labels."""
+"""`rageval judge-agreement` (the judge against people's labels) and `rageval judge-pair` (two
+runs' answers compared by the judge, in both orders)."""
 
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import TextIO
 
@@ -12,7 +14,11 @@ from rageval.errors import EXIT_OK, RagevalError
 from rageval.files import write_json
 from rageval.metrics.judge import judge_agreement
 from rageval.pipeline.judging import load_labels
+from rageval.pipeline.pairwise import PairReport, PairVerdict, judge_runs
 from rageval.results import load_result
+
+SHOWN = {"baseline": "baseline better", "candidate": "candidate better", "tie": "tie",
+         "disagree": "orders disagree", "error": "errors"}
 
 
 def agreement(args: argparse.Namespace, out: TextIO) -> int:
@@ -38,4 +44,40 @@ def agreement(args: argparse.Namespace, out: TextIO) -> int:
     if args.out:
         write_json(args.out, found)
         out.write(f"wrote {args.out} (point judge.agreement_file at it to use judge.min_agreement)\n")
+    return EXIT_OK
+
+
+def _case_line(v: PairVerdict) -> str:
+    if v.outcome == "error":
+        return f"  {v.id}: error: {v.error}"
+    if v.outcome == "disagree":
+        return f"  {v.id}: orders disagree (baseline shown first: {v.first}; candidate shown first: {v.second})"
+    return f"  {v.id}: {SHOWN[v.outcome]}" + ("" if v.outcome == "tie" else " in both orders")
+
+
+def pair_lines(report: PairReport) -> list[str]:
+    """What `rageval judge-pair` prints: a line per case, the totals, what was not compared, the cost."""
+    lines = [f"pairwise judge {report.judge_model}: baseline {report.baseline} vs candidate {report.candidate}, "
+             f"{len(report.cases)} cases answered in both, each asked in both orders"]
+    lines += [_case_line(v) for v in report.cases]
+    lines.append(", ".join(f"{SHOWN[k]} {n}" for k, n in report.totals.items()))
+    if report.skipped:
+        shown = ", ".join(f"{i} ({why})" for i, why in list(report.skipped.items())[:10])
+        more = f" …and {len(report.skipped) - 10} more" if len(report.skipped) > 10 else ""
+        n = len(report.skipped)
+        lines.append(f"not compared: {n} case{'s' if n != 1 else ''}: {shown}{more}")
+    cost = report.cost
+    lines.append(f"model calls {cost.calls_total} (cache hits {cost.cache_hits}), tokens {cost.prompt_tokens} prompt "
+                 f"+ {cost.completion_tokens} completion, ${cost.usd:.4f}")
+    return lines
+
+
+def pair(args: argparse.Namespace, out: TextIO) -> int:
+    cfg = load_config(args.config)
+    baseline, candidate = load_result(args.baseline), load_result(args.candidate)
+    report = judge_runs(cfg, (baseline, str(args.baseline)), (candidate, str(args.candidate)), env=os.environ)
+    out.write("\n".join(pair_lines(report)) + "\n")
+    if args.out:
+        write_json(args.out, report)
+        out.write(f"wrote {args.out}\n")
     return EXIT_OK
