@@ -5,8 +5,9 @@
                                                           # (e.g. `git archive` of an older main)
     python bench/bench_startup.py --json bench/results-startup.json
 
-Each figure is the wall time of a fresh interpreter running one command, with its output
-discarded, timed by this process: `python -c "import sys; from rageval.cli import main;
+Each figure is the wall time and the CPU time (user + system, from the child's rusage) of a fresh
+interpreter running one command, with its output discarded — on a busy machine the CPU time is
+the steadier of the two: `python -c "import sys; from rageval.cli import main;
 sys.exit(main())" ARGS` is what pip's `rageval` script runs, `python -m rageval ARGS` the other
 way in. The references are the bare interpreter (`python -c pass`) and `python -c "import
 numpy"`, the floor any command that touches the pipeline pays. The package comes from the folder
@@ -20,6 +21,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -48,18 +50,24 @@ def which_package(src: Path) -> str:
     return out.stdout.strip()
 
 
-def timed(argv: list[str], src: Path) -> float:
-    start = time.perf_counter()
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(argv: list[str], src: Path) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one child."""
+    cpu, start = _cpu(), time.perf_counter()
     proc = subprocess.run([sys.executable, *argv], env=child_env(src), cwd=src, stdout=subprocess.DEVNULL,
                           stderr=subprocess.DEVNULL, timeout=120, check=False)
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} exited {proc.returncode} with {src}")
-    return elapsed
+    return elapsed, _cpu() - cpu
 
 
-def measure(versions: dict[str, Path], runs: int) -> dict[str, dict[str, list[float]]]:
-    times: dict[str, dict[str, list[float]]] = {v: {c: [] for c in COMMANDS} for v in versions}
+def measure(versions: dict[str, Path], runs: int) -> dict[str, dict[str, list[tuple[float, float]]]]:
+    times: dict[str, dict[str, list[tuple[float, float]]]] = {v: {c: [] for c in COMMANDS} for v in versions}
     times["reference"] = {r: [] for r in REFERENCES}
     for _ in range(runs):
         for name, argv in REFERENCES.items():
@@ -84,14 +92,17 @@ def main(argv: list[str] | None = None) -> int:
         if not found.startswith(str(src)):
             raise SystemExit(f"{version}: imported {found}, not the package in {src}")
     times = measure(versions, args.runs)
-    medians = {v: {c: round(statistics.median(t), 3) for c, t in per.items()} for v, per in times.items()}
+    medians = {v: {c: {"wall_s": round(statistics.median(w for w, _ in t), 3),
+                       "cpu_s": round(statistics.median(c for _, c in t), 3)} for c, t in per.items()}
+               for v, per in times.items()}
     for version, per in medians.items():
         for command, median in per.items():
-            print(f"{version:>9}  {command:<28} median {median:.3f} s  (min {min(times[version][command]):.3f}, "
-                  f"{args.runs} runs)")
+            print(f"{version:>9}  {command:<28} median wall {median['wall_s']:.3f} s, CPU {median['cpu_s']:.3f} s "
+                  f"({args.runs} runs)")
     if args.json:
         args.json.write_text(json.dumps({"python": platform.python_version(), "cpus": os.cpu_count(),
-                                         "runs": args.runs, "median_s": medians}, indent=2) + "\n", encoding="utf-8")
+                                         "load_average": os.getloadavg(), "runs": args.runs, "median": medians},
+                                        indent=2) + "\n", encoding="utf-8")
     return 0
 
 

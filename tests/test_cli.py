@@ -91,3 +91,13 @@ def test_every_command_names_a_function_that_exists(command):
 def test_the_default_config_name_is_the_librarys():
     assert cli.DEFAULT_CONFIG == settings.DEFAULT_CONFIG
     assert cli.make_parser().parse_args(["run"]).config == settings.DEFAULT_CONFIG
+
+
+def test_the_start_up_bench_runs(tmp_path):
+    """bench/bench_startup.py (the README's start-up figures) measures every command it names."""
+    out = tmp_path / "startup.json"
+    subprocess.run([sys.executable, str(ROOT / "bench" / "bench_startup.py"), "--runs", "1", "--json", str(out)],
+                   capture_output=True, text=True, timeout=120, cwd=ROOT, check=True)
+    figures = json.loads(out.read_text(encoding="utf-8"))["median"]
+    assert set(figures) == {"now", "reference"} and "rageval --help" in figures["now"]
+    assert all(m["wall_s"] > 0 and m["cpu_s"] >= 0 for per in figures.values() for m in per.values())
