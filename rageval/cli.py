@@ -1,4 +1,5 @@
-"""The `rageval` command. The only module (with the action's entry) that prints or chooses exit codes.
+"""The `rageval` command: this module and its commands (``rageval.commands``) are, with the action's
+entry, the only code that prints or chooses exit codes.
 
 Exit codes (rageval.errors): 0 ok / gate passed, 1 gate blocked, 2 bad input or config
 (RagevalError), 3 internal error (a bug: please report it with the traceback).
