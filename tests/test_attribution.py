@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 from builders import case, run
-from conftest import ROOT
+from conftest import DEMO, ROOT
 
 from rageval import attribution
 from rageval.config import load_config
@@ -22,16 +21,14 @@ from rageval.golden.corpus import load_corpus
 from rageval.results import load_result
 from rageval.settings import GateConfig
 
-DEMO = ROOT / "examples" / "banhang"
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory) -> Path:
+def project(tmp_path_factory, copy_demo) -> Path:
     """The demo with main's baseline of the pr subset."""
     from rageval.cli import main
 
-    root = tmp_path_factory.mktemp("attribution") / "banhang"
-    shutil.copytree(DEMO, root, ignore=shutil.ignore_patterns(".rageval-cache"))
+    root = copy_demo(tmp_path_factory.mktemp("attribution") / "banhang")
     assert main(["baseline", "--config", str(root / "rageval.yml"), "--subset", "pr", "--repeats", "1",
                  "--out", str(root / "baseline.json")]) == 0
     return root
@@ -146,9 +143,8 @@ def test_config_knobs_leave_out_what_changes_no_answer():
     assert [k.name for k in attribution.config_knobs(before, after, 4)] == ["chunking.size"]
 
 
-def test_an_edited_corpus_file_is_a_knob_reverted_from_the_baselines_commit(tmp_path, run_cli):
-    repo = tmp_path / "repo"
-    shutil.copytree(DEMO, repo, ignore=shutil.ignore_patterns(".rageval-cache"))
+def test_an_edited_corpus_file_is_a_knob_reverted_from_the_baselines_commit(tmp_path, run_cli, copy_demo):
+    repo = copy_demo(tmp_path / "repo")
     git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
     subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
     subprocess.run([*git, "add", "."], cwd=repo, check=True)

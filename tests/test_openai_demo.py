@@ -5,10 +5,8 @@ and the key kept out of everything."""
 
 import json
 import re
-import shutil
 
 import pytest
-from conftest import ROOT
 from openai_server import OpenAIServer
 
 from rageval.metrics.faithfulness import EXTRACT_SYSTEM, VERIFY_SYSTEM
@@ -39,10 +37,8 @@ def fails_rules(case):
 
 
 @pytest.fixture
-def demo(tmp_path):
-    target = tmp_path / "banhang"
-    shutil.copytree(ROOT / "examples" / "banhang", target, ignore=shutil.ignore_patterns(".rageval-cache"))
-    return target
+def demo(tmp_path, copy_demo):
+    return copy_demo(tmp_path / "banhang")
 
 
 def test_openai_demo_calls_per_case_and_cache(demo, run_cli, monkeypatch, tmp_path):

@@ -70,12 +70,7 @@ def github_error(
 ) -> GithubError:
     """A GithubError carrying ``.method``, ``.path``, ``.status`` (None: no HTTP answer) and
     ``.retry_at`` (when a rate limit resets, if known)."""
-    err = GithubError(message, tip=tip)
-    err.method = method  # type: ignore[attr-defined]
-    err.path = path  # type: ignore[attr-defined]
-    err.status = status  # type: ignore[attr-defined]
-    err.retry_at = retry_at  # type: ignore[attr-defined]
-    return err
+    return GithubError(message, tip=tip, method=method, path=path, status=status, retry_at=retry_at)
 
 
 class _NoAuth(requests.auth.AuthBase):

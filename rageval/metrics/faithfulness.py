@@ -190,11 +190,6 @@ def share(verdicts: Iterable[str | None], value: str = "supported") -> float | N
     return round(sum(1 for v in checked if v == value) / len(checked), 6)
 
 
-def supported_share(verdicts: Sequence[str | None]) -> float | None:
-    """supported / claims over the claims checked against one source; None when none were."""
-    return share(verdicts)
-
-
 # --- scores and states ----------------------------------------------------------------------
 
 def _details(state: str, claims: list[dict[str, Any]], faithfulness: float | None = None,

@@ -38,11 +38,6 @@ DEFAULT_REFUSAL_MARKERS: tuple[str, ...] = (
     "unable to answer", "not specified", "could not find", "couldn't find",
 )
 
-def _words(text: str) -> str:
-    """Folded words joined by single spaces, padded so a marker matches whole words only."""
-    return " " + " ".join(folded_words(text)) + " "
-
-
 def _phrase_pattern(phrase: str) -> re.Pattern[str]:
     head = r"(?<!\w)" if re.match(r"\w", phrase) else ""
     tail = r"(?!\w)" if re.search(r"\w$", phrase) else ""
@@ -101,12 +96,14 @@ def _markers(markers: Sequence[str] | None) -> list[tuple[str, str]]:
 
 @functools.lru_cache(maxsize=16)
 def _folded_markers(markers: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
-    """Each marker with its folded words, computed once per marker list (not once per case)."""
+    """Each marker with its folded words joined by spaces and padded with one, so that it matches
+    whole words of an answer folded the same way; computed once per marker list (not once per case)."""
     out = []
     for n, marker in enumerate(markers, 1):
-        if not isinstance(marker, str) or not _words(marker).strip():
+        words = folded_words(marker) if isinstance(marker, str) else []
+        if not words:
             raise ValueError(f"checks.refusal_markers entry #{n} ({marker!r}) has no words; remove it")
-        out.append((marker, _words(marker)))
+        out.append((marker, f" {' '.join(words)} "))
     if not out:
         raise ValueError("checks.refusal_markers is empty, so no answer could ever decline; "
                          "leave the key out to use the built-in markers")
@@ -121,7 +118,7 @@ def validate_refusal_markers(markers: Sequence[str] | None) -> tuple[str, ...]:
 
 def refusal_marker(answer: str, markers: Sequence[str] | None = None) -> str | None:
     """The first marker (as given) found in the answer, or None."""
-    text = _words(answer)
+    text = f" {' '.join(folded_words(answer))} "
     return next((marker for marker, words in _markers(markers) if words in text), None)
 
 
@@ -137,11 +134,10 @@ def check_refusal(answer: str | None, out_of_scope: bool,
     Details: ``declined`` (bool) and ``marker`` (the phrase that matched, or None).
     Skipped when there is no answer (a retrieval-only case).
     """
-    checked = _markers(markers)
+    _markers(markers)                            # bad markers fail on a retrieval-only case too
     if answer is None:
         return CheckResult.skipped("no answer: retrieval-only case")
-    text = _words(answer)
-    marker = next((m for m, words in checked if words in text), None)
+    marker = refusal_marker(answer, markers)
     declined = marker is not None
     if out_of_scope:
         if declined:

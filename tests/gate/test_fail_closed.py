@@ -5,26 +5,23 @@ happens to the output, the files handed to the gate, or the golden set's version
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import DEMO
 
-DEMO = ROOT / "examples" / "banhang"
 QUESTION = "Áo khoác mua online mặc chật thì đổi size trong bao nhiêu ngày?"
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory) -> dict[str, Path]:
+def demo(tmp_path_factory, copy_demo) -> dict[str, Path]:
     """A copy of the demo, main's baseline of its pr subset, and the PR's candidate (800 tokens)."""
     from rageval.cli import main
 
     root = tmp_path_factory.mktemp("fail-closed")
-    project = root / "banhang"
-    shutil.copytree(DEMO, project, ignore=shutil.ignore_patterns(".rageval-cache"))
+    project = copy_demo(root / "banhang")
     paths = {"project": project, "baseline": root / "baseline.json", "candidate": root / "candidate.json"}
     assert main(["baseline", "--config", str(project / "rageval.yml"), "--subset", "pr", "--repeats", "1",
                  "--out", str(paths["baseline"])]) == 0
@@ -164,9 +161,8 @@ def test_a_case_missing_from_the_candidate_fails_and_is_listed(demo, run_cli, tm
 
 # 5 ------------------------------------------------------------------------------------------
 
-def test_adding_a_golden_case_keeps_the_drop_checks_and_the_pass_to_fail_list(demo, run_cli, tmp_path):
-    project = tmp_path / "banhang"
-    shutil.copytree(demo["project"], project)
+def test_adding_a_golden_case_keeps_the_drop_checks_and_the_pass_to_fail_list(demo, run_cli, tmp_path, copy_demo):
+    project = copy_demo(tmp_path / "banhang")
     code, stdout, err = run_cli("golden", "add", "--config", project / "rageval.yml", "--question", QUESTION,
                                 "--expected-sections", "DT-1", "--expected-answer",
                                 "Trong 7 ngày kể từ ngày nhận hàng, hàng còn tem và nhãn.",
@@ -186,15 +182,14 @@ def test_adding_a_golden_case_keeps_the_drop_checks_and_the_pass_to_fail_list(de
 
 # 6 ------------------------------------------------------------------------------------------
 
-def test_not_comparable_is_said_in_the_title_and_can_block(demo, run_cli, tmp_path):
+def test_not_comparable_is_said_in_the_title_and_can_block(demo, run_cli, tmp_path, copy_demo):
     data = json.loads(demo["baseline"].read_text(encoding="utf-8"))
     data["golden"]["version"] = 3
     for case in list(data["golden"]["cases"].values())[:100]:
         case["question"] += " (v3 wording)"
     old = tmp_path / "baseline-v3.json"
     old.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-    lenient = tmp_path / "banhang"
-    shutil.copytree(demo["project"], lenient)
+    lenient = copy_demo(tmp_path / "banhang")
     config = lenient / "rageval.yml"
     code, stdout, _, verdict = gate(run_cli, {**demo, "baseline": old, "project": lenient}, config="rageval.yml",
                                     out=tmp_path / "v.json")

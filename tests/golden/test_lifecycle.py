@@ -3,7 +3,6 @@ version discipline, the golden diff in the report, holdout privacy, leaks and co
 
 import json
 import re
-import shutil
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -19,14 +18,11 @@ from rageval.golden import lifecycle
 from rageval.golden.set import Case
 from rageval.results import load_result
 
-EXAMPLE = ROOT / "examples" / "banhang"
 
 
 @pytest.fixture
-def project(tmp_path):
-    dest = tmp_path / "banhang"
-    shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns(".rageval-cache"))
-    return dest
+def project(tmp_path, copy_demo):
+    return copy_demo(tmp_path / "banhang")
 
 
 @pytest.fixture

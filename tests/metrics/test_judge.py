@@ -93,9 +93,8 @@ def make_client(server, tmp_path, **cfg):
 
 
 @pytest.fixture
-def server():
-    with OpenAIServer(responder=scripted_judge) as srv:
-        yield srv
+def server(model_server):
+    return model_server(responder=scripted_judge)
 
 
 def run_judge(client, answer, *, fresh=False, case_id="q01"):

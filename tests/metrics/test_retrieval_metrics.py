@@ -2,6 +2,9 @@
 (pytrec_eval), an independent implementation."""
 
 import math
+import re
+import subprocess
+import sys
 
 import pytest
 from hypothesis import given, settings
@@ -65,7 +68,10 @@ def test_bad_metric_names_list_the_valid_ones(name):
         parse_metric(name)
 
 
-pytrec_eval = pytest.importorskip("pytrec_eval")
+@pytest.fixture(scope="module")
+def pytrec_eval():
+    """The independent implementation, for the cross-checks only (a test extra that may not install)."""
+    return pytest.importorskip("pytrec_eval")
 
 SECTIONS = ["S1", "S2", "S3", "S4", "S5"]
 
@@ -90,7 +96,7 @@ MEASURES = {"recip_rank", "ndcg_cut." + ",".join(map(str, CUTS)), "success." + "
     chunks=st.lists(st.sampled_from(SECTIONS), min_size=1, max_size=8),
     expected=st.sets(st.sampled_from(SECTIONS), min_size=1, max_size=3),
 )
-def test_agrees_with_trec_eval(chunks, expected):
+def test_agrees_with_trec_eval(pytrec_eval, chunks, expected):
     """trec_eval with qrels = the expected sections (some never retrieved), on one case."""
     ref = pytrec_eval.RelevanceEvaluator({"q": dict.fromkeys(expected, 1)}, MEASURES).evaluate(
         {"q": _trec_run(chunks, expected)})["q"]
@@ -103,7 +109,7 @@ def test_agrees_with_trec_eval(chunks, expected):
         assert ours[f"hit@{k}"] == ref[f"success_{k}"]
 
 
-def test_agrees_with_trec_eval_on_a_random_collection():
+def test_agrees_with_trec_eval_on_a_random_collection(pytrec_eval):
     """1,200 per-case values (200 cases × 6 cut-offs) of a seeded random collection, with 1–3
     expected sections per case and many never retrieved: every nDCG value matches trec_eval."""
     import random
@@ -127,3 +133,15 @@ def test_agrees_with_trec_eval_on_a_random_collection():
 def test_ndcg_of_the_seed_q05():
     # chunk-800: relevant chunks at ranks 1 and 3 → DCG 1.5, IDCG 1 + 1/log2(3) → ≈ 0.92
     assert ndcg_at([{"DT-3"}, {"BH-1"}, {"DT-2"}, {"DT-5"}, {"VC-1"}], {"DT-2", "DT-3"}, 5) == pytest.approx(0.9197, abs=1e-4)
+
+
+def test_without_pytrec_eval_only_the_cross_checks_skip():
+    """pytrec_eval is a test extra: where it does not install, the hand-worked values still run."""
+    script = ("import sys; sys.modules['pytrec_eval'] = None; import pytest; "
+              f"sys.exit(pytest.main([{__file__!r}, '-v', '-o', 'addopts=', '-p', 'no:cacheprovider', "
+              "'-k', 'not without_pytrec_eval']))")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False)
+    skipped = sorted(re.findall(r"::(\w+) SKIPPED", proc.stdout))
+    assert skipped == ["test_agrees_with_trec_eval", "test_agrees_with_trec_eval_on_a_random_collection"], \
+        proc.stdout[-3000:]
+    assert proc.returncode == 0 and "::test_ndcg_of_the_seed_q05 PASSED" in proc.stdout

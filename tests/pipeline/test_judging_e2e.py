@@ -10,7 +10,6 @@ import re
 
 import pytest
 from builders import as_dict
-from openai_server import OpenAIServer  # tests/ is on sys.path (conftest.py)
 from seed_data import POLICY
 from test_faithfulness import scripted_faithfulness, scripted_judge_with_claims
 from test_judge import block, scripted_judge, system
@@ -35,9 +34,8 @@ def scripted_model(body: dict) -> str:
 
 
 @pytest.fixture
-def server():
-    with OpenAIServer(responder=scripted_model) as srv:
-        yield srv
+def server(model_server):
+    return model_server(responder=scripted_model)
 
 
 def judged_project(seed_project, server, tmp_path, *, faithfulness=True, extra=""):

@@ -30,9 +30,8 @@ Q = [{"role": "system", "content": "Trả lời ngắn."},
 
 
 @pytest.fixture
-def server():
-    with OpenAIServer(rules=[("mấy ngày", "Trong 7 ngày kể từ ngày nhận hàng.")]) as srv:
-        yield srv
+def server(model_server):
+    return model_server(rules=[("mấy ngày", "Trong 7 ngày kể từ ngày nhận hàng.")])
 
 
 def make_client(server, cache_dir, *, env=None, rng=None, **cfg):

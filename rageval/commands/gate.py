@@ -1,0 +1,52 @@
+"""`rageval gate` (the decision; exit 1 when blocked) and `rageval report` (the markdown again,
+from saved files)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TextIO
+
+from rageval import flow
+from rageval.commands.shared import ProgressPrinter, build_evaluation
+from rageval.config import load_config
+from rageval.errors import EXIT_BLOCKED, EXIT_OK
+from rageval.files import read_json, write_json, write_text
+from rageval.gate import report, terminal
+from rageval.gate.verdict import Verdict
+from rageval.golden.set import load_golden
+from rageval.results import load_result
+
+
+def gate(args: argparse.Namespace, out: TextIO) -> int:
+    cfg = load_config(args.config)
+    baseline = load_result(args.baseline) if args.baseline else None
+    if args.candidate:
+        # what the candidate must answer comes from the golden set and --subset, never from the
+        # file: a case it leaves out is a failing case, whatever subset the file claims
+        expected = load_golden(cfg.golden).subset(args.subset).cases
+        outcome = flow.gate(cfg, baseline, candidate=load_result(args.candidate), expected=expected)
+    else:
+        outcome = flow.gate(cfg, baseline, evaluation=build_evaluation(cfg, args.subset, args.app),
+                            progress=ProgressPrinter("rageval gate", args.err))
+    for note in outcome.notes:
+        out.write(f"note: {note}\n")
+    if args.out:
+        write_json(args.out, outcome.verdict)
+    if args.report_md:
+        write_text(args.report_md, outcome.markdown)
+    if args.candidate_out and not args.candidate:
+        write_json(args.candidate_out, outcome.candidate)
+    out.write(terminal.render_terminal(outcome.verdict, title=cfg.report.title))
+    return EXIT_BLOCKED if outcome.verdict.blocked else EXIT_OK
+
+
+def report_again(args: argparse.Namespace, out: TextIO) -> int:
+    cfg = load_config(args.config)
+    verdict = Verdict.read(read_json(args.verdict, what="verdict"), str(args.verdict))
+    baseline = load_result(args.baseline) if args.baseline else None
+    markdown = report.render_markdown(verdict, baseline, load_result(args.candidate), cfg.report)
+    if args.out:
+        write_text(args.out, markdown)
+    else:
+        out.write(markdown)
+    return EXIT_OK

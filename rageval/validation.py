@@ -1,0 +1,128 @@
+"""`rageval validate` as a library function: a project checked without running it.
+
+:func:`validate` loads the config, the golden set and the corpus and holds them to each other
+(expected sections exist, the subset exists), chunks the corpus, reads a replay trace file,
+compiles the prompt template, holds the golden set's ``version`` to earlier versions of it (a
+baseline's snapshot, the file as committed at a git ref and in its recent commits: cases changed
+without a version bump, ids reused for another question) and runs the golden set's own checks
+(leaks, coverage). A problem raises a :class:`~rageval.errors.RagevalError` naming the file and
+the fix; otherwise it returns a :class:`ValidationReport`, which the CLI prints and the action can
+show. Nothing here reads the environment: the caller says which git ref to compare with.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from rageval.config import Config
+from rageval.errors import DatasetError
+from rageval.golden import lifecycle
+from rageval.golden.corpus import load_corpus
+from rageval.golden.history import git_history, reference_from_git
+from rageval.golden.set import GoldenSet, load_golden
+from rageval.pipeline.apps.replay import load_traces
+from rageval.pipeline.chunking import chunk_corpus
+from rageval.pipeline.generation import ChatGenerator
+from rageval.results import RunResult
+
+LEAKS_FAIL_TIP = "golden_checks.leaks is 'fail'; set it to 'warn' to report leaks without failing."
+NO_SNAPSHOT = ("{label} has no golden snapshot (written by an older rageval); version discipline not checked "
+               "against it")
+NO_GIT = "version discipline not checked against git: {why}"
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    """What `validate` found in a project that passed: sizes, what the golden set's version was
+    held to, notes on what could not be checked, leak warnings and coverage."""
+
+    config: Path
+    golden: str                                  # the golden set's name
+    version: int | str
+    cases: int                                   # in the whole golden set
+    sections: int
+    files: int
+    chunks: int
+    chunk_size: int
+    checked: tuple[str, ...]                     # "the baseline b.json", "git origin/main", "the ids used in …"
+    notes: tuple[str, ...]                       # earlier versions that could not be used, and why
+    leaks: tuple[lifecycle.Leak, ...]            # warnings (under golden_checks.leaks: warn)
+    coverage: lifecycle.Coverage
+
+    def lines(self) -> list[str]:
+        """The report as `rageval validate` prints it, one line each."""
+        lines = [f"note: {note}" for note in self.notes]
+        lines.append(f"ok: {self.config.name}: golden set {self.golden} v{self.version} ({self.cases} cases), "
+                     f"corpus {self.sections} sections in {self.files} files → {self.chunks} chunks "
+                     f"of ≤{self.chunk_size} tokens")
+        if self.checked:
+            lines.append(f"ok: version {self.version} is consistent with {' and '.join(self.checked)}")
+        lines += [f"warning: {leak.message()}" for leak in self.leaks]
+        return lines + lifecycle.coverage_lines(self.coverage)
+
+
+def _references(cfg: Config, baseline: tuple[RunResult, str] | None,
+                git_ref: str | None) -> tuple[list[lifecycle.Reference], list[str]]:
+    """The earlier golden sets to hold the working copy to (the baseline's, git's at ``git_ref``),
+    and notes on those that cannot be had."""
+    references: list[lifecycle.Reference] = []
+    notes: list[str] = []
+    if baseline is not None:
+        result, label = baseline
+        before = lifecycle.reference_from_result(result.golden, f"the baseline {label}")
+        if before is None:
+            notes.append(NO_SNAPSHOT.format(label=label))
+        else:
+            references.append(before)
+    if git_ref is not None:
+        before, why = reference_from_git(cfg.golden, git_ref)
+        if before is None:
+            notes.append(NO_GIT.format(why=why))
+        else:
+            references.append(before)
+    return references, notes
+
+
+def version_discipline(cfg: Config, golden: GoldenSet, *, baseline: tuple[RunResult, str] | None = None,
+                       git_ref: str | None = None) -> tuple[list[str], list[str]]:
+    """(what the working copy was checked against, notes); DatasetError naming every problem
+    found: cases changed without a version bump, an id reused for another question — also
+    against the file's recent git history when ``git_ref`` is given (None: git is not asked)."""
+    now = lifecycle.reference_from_golden(golden, "the working copy")
+    references, notes = _references(cfg, baseline, git_ref)
+    problems: list[str] = []
+    for before in references:
+        problems += [p for p in lifecycle.version_problems(before, now, str(golden.path)) if p not in problems]
+    history = git_history(cfg.golden)[0] if git_ref is not None else []
+    problems += lifecycle.reused_ids([*references, *history], now, str(golden.path))
+    if problems:
+        raise DatasetError("\n".join(problems))
+    checked = [r.label for r in references]
+    if history:
+        checked.append(f"the ids used in {len(history)} commit{'s' if len(history) != 1 else ''} of {golden.path.name}")
+    return checked, notes
+
+
+def validate(cfg: Config, *, subset: str | None = None, baseline: tuple[RunResult, str] | None = None,
+             git_ref: str | None = None) -> ValidationReport:
+    """Check the project ``cfg`` describes without running it (see the module docstring).
+    ``baseline``: (a baseline RunResult, how to name it) to hold the golden version to;
+    ``git_ref``: the ref holding the previous golden set, None to leave git out."""
+    golden = load_golden(cfg.golden)
+    corpus = load_corpus(cfg.corpus, cfg.root)
+    golden.check_sections(corpus.ids())
+    if subset:
+        golden.subset(subset)                       # raises when no case carries the tag
+    chunks = chunk_corpus(corpus, cfg.chunking.size, cfg.chunking.overlap)
+    if cfg.app.type == "replay" and cfg.app.path is not None:
+        load_traces(cfg.app.path)
+    if cfg.generation.provider == "openai" and cfg.generation.model and cfg.generation.prompt:
+        ChatGenerator(None, cfg.generation.model, cfg.generation.prompt)   # compiles the prompt template
+    checked, notes = version_discipline(cfg, golden, baseline=baseline, git_ref=git_ref)
+    leaks, cov = lifecycle.check_golden(cfg, golden, corpus)
+    if leaks and cfg.golden_checks.leaks == "fail":
+        raise DatasetError("\n".join(f"{cfg.golden}: {x.message()}" for x in leaks), tip=LEAKS_FAIL_TIP)
+    return ValidationReport(cfg.path, golden.name, golden.version, len(golden.cases), len(corpus.sections),
+                            len(corpus.files), len(chunks), cfg.chunking.size, tuple(checked), tuple(notes),
+                            tuple(leaks or ()), cov)
