@@ -19,13 +19,9 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
-from rageval import __version__
+from rageval import DEFAULT_CONFIG, __version__
 from rageval.errors import EXIT_INTERNAL, RagevalError
 from rageval.gate.markdown import printable
-
-#: ``rageval.settings.DEFAULT_CONFIG``, written out so that parsing arguments imports no settings
-#: (held equal by tests/test_cli.py)
-DEFAULT_CONFIG = "rageval.yml"
 
 
 class SafeStream:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from rageval import DEFAULT_CONFIG
 from rageval.errors import ConfigError, did_you_mean
 from rageval.metrics.registry import is_rate, parse_metric
 from rageval.models import model_rules
@@ -30,7 +31,6 @@ from rageval.parse import (
     shown,
 )
 from rageval.settings import (  # noqa: F401 - the records are imported from rageval.config
-    DEFAULT_CONFIG,
     ENV_REF,
     AppConfig,
     AttributionConfig,

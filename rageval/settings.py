@@ -18,8 +18,6 @@ from rageval.metrics.registry import retrieval_metric_names, zero_tolerance_name
 from rageval.metrics.rules import validate_refusal_markers
 from rageval.text import hide_password
 
-DEFAULT_CONFIG = "rageval.yml"
-
 
 def setting(default: Any = MISSING, kind: str = "", *, factory: Any = MISSING, **spec: Any) -> Any:
     """A config field: its one default, and the kind (plus options) the reader checks a given value by."""

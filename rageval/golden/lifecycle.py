@@ -38,10 +38,6 @@ LEAK_NGRAM = 3
 _LEAK_TEXTS = 2000             # places read into one numpy pass of the leak check
 COVERAGE_LISTED = 100          # per-section counts `validate` prints by name
 
-def _words(text: str) -> list[str]:
-    return folded_words(text)
-
-
 # --- snapshots (what a RunResult records) ---------------------------------------------------
 
 def expected_numbers(case: Case, units: Sequence[str] | None = None) -> list[str]:
@@ -130,7 +126,7 @@ def reused_ids(history: Sequence[Reference], current: Reference, where: str, *, 
 
 
 def _different_question(before: str, after: str) -> bool:
-    a, b = set(_words(before)), set(_words(after))
+    a, b = set(folded_words(before)), set(folded_words(after))
     if not a or not b:
         return a != b
     return len(a & b) / len(a | b) < SAME_QUESTION_JACCARD
@@ -305,7 +301,7 @@ def find_leaks(cases: Iterable[Case], places: Sequence[tuple[str, str, bool]], m
     against ten thousand sections: a fraction of a second)."""
     asked: list[tuple[Case, set[tuple[str, ...]]]] = []
     for case in cases:
-        words = _words(case.question)
+        words = folded_words(case.question)
         grams = _ngrams(words)
         if len(words) >= LEAK_MIN_WORDS and grams:
             asked.append((case, grams))
@@ -320,7 +316,7 @@ def find_leaks(cases: Iterable[Case], places: Sequence[tuple[str, str, bool]], m
         where = label
         if by_line:
             lines = text.splitlines()
-            best = max(range(len(lines)), key=lambda i: len(grams & _ngrams(_words(lines[i]))))
+            best = max(range(len(lines)), key=lambda i: len(grams & _ngrams(folded_words(lines[i]))))
             where = f"{label} line {best + 1}"
         leaks.append(Leak(case.id, where, round(overlap, 3), HOLDOUT_TAG in case.tags))
     order = {case.id: n for n, (case, _) in enumerate(asked)}
@@ -347,7 +343,7 @@ def _gram_hits(questions: Sequence[set[tuple[str, ...]]], texts: Sequence[str]) 
     for first in range(0, len(texts), _LEAK_TEXTS):        # a few hundred thousand words at a time
         ids: list[int] = []
         for text in texts[first:first + _LEAK_TEXTS]:
-            ids.extend([index.get(w, -1) for w in _words(text)])
+            ids.extend([index.get(w, -1) for w in folded_words(text)])
             ids.append(-2)                                  # the end of a text: no 3-gram spans two
         words = np.array(ids, dtype=np.int64)
         ends = words == -2
