@@ -24,7 +24,7 @@ from rageval.errors import (
     DatasetError,
     RagevalError,
 )
-from rageval.files import read_json, write_json, write_text
+from rageval.files import read_result_file, write_json, write_text
 from rageval.gate import report
 from rageval.gate.report import printable
 from rageval.gate.verdict import Verdict
@@ -260,7 +260,7 @@ def cmd_judge_agreement(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_report(args: argparse.Namespace, out: TextIO) -> int:
     cfg = load_config(args.config)
-    verdict = Verdict.from_dict(read_json(args.verdict, what="verdict"), str(args.verdict))
+    verdict = Verdict.from_json(read_result_file(args.verdict, what="verdict"), str(args.verdict))
     baseline = load_result(args.baseline) if args.baseline else None
     markdown = report.render_markdown(verdict, baseline, load_result(args.candidate), cfg.report)
     if args.out:

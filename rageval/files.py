@@ -1,7 +1,10 @@
 """Reading and writing rageval's files: strict JSON in, typed access to it with the key path in every
 message (:class:`Reader`), and atomic writes out.
 
-* ``read_json`` (through ``rageval.parse``) refuses ``NaN`` and ``±Infinity`` (JSON has no such numbers);
+* ``read_result_file`` / ``parse_result_json``: a results file (a RunResult, a verdict) is a regular
+  file of at most ``MAX_RESULT_BYTES``, parsed under ``rageval.parse``'s rules (UTF-8, no key twice,
+  no ``NaN`` or ``±Infinity``, bounded nesting); ``RunResult.from_json`` and ``Verdict.from_json``
+  are built on them;
 * ``to_json`` / ``write_json`` never write them (``allow_nan=False``);
 * ``write_text`` writes a temp file beside the target and renames it, so a failed run never leaves
   half a file where a results file or report used to be.
@@ -17,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rageval.errors import RagevalError, ResultError
-from rageval.parse import finite, load_json, read_bytes, shown
+from rageval.parse import MSG_TOO_BIG, finite, load_json, read_bytes, shown
 
 # --- validation ------------------------------------------------------------------------------
 
@@ -119,13 +122,35 @@ class Reader:
 
 # --- files -----------------------------------------------------------------------------------
 
-def read_json(path: str | os.PathLike[str], error: type[RagevalError] = ResultError, what: str = "RunResult") -> Any:
-    """Parse a JSON file written by rageval (or handed to it) under ``rageval.parse``'s rules:
-    UTF-8, no key twice, no NaN or ±Infinity, bounded nesting. ``what`` names the kind of file."""
+#: The most bytes a results file (a RunResult, a verdict) may have. A 5,000-case RunResult is ~12 MB
+#: and loads in ~4 s at a peak of ~85 MB (about 7× its size); 512 MiB (~200,000 such cases) then
+#: peaks near 3.5 GB, within a GitHub-hosted runner's 7 GB, while a wrong file (a log, a disk image,
+#: ``/dev/zero``) is refused before it is read.
+MAX_RESULT_BYTES = 512 * 2**20
+MSG_NOT_FOUND = "{path}: {what} file not found."
+
+
+def read_result_file(path: str | os.PathLike[str], error: type[RagevalError] = ResultError,
+                     what: str = "RunResult") -> bytes:
+    """A results file's bytes: a regular file (a symlink to one is followed) of at most
+    ``MAX_RESULT_BYTES``; ``what`` names the kind of file in messages."""
     path = Path(path)
-    if not path.is_file():
-        raise error(f"{path}: {what} file not found.")
-    return load_json(read_bytes(path, error=error), str(path), error=error)
+    if not path.exists():
+        raise error(MSG_NOT_FOUND.format(path=path, what=what))
+    return read_bytes(path, error=error, limit=MAX_RESULT_BYTES)
+
+
+def parse_result_json(data: bytes, where: str, error: type[RagevalError] = ResultError) -> Any:
+    """A results file's JSON from its bytes, wherever they came from (a file, an artifact's
+    member): at most ``MAX_RESULT_BYTES``, then ``rageval.parse.load_json``'s rules."""
+    if len(data) > MAX_RESULT_BYTES:
+        raise error(MSG_TOO_BIG.format(where=where, limit=MAX_RESULT_BYTES))
+    return load_json(data, where, error=error)
+
+
+def read_json(path: str | os.PathLike[str], error: type[RagevalError] = ResultError, what: str = "RunResult") -> Any:
+    """A results file's JSON: ``read_result_file`` then ``parse_result_json``."""
+    return parse_result_json(read_result_file(path, error, what), str(path), error)
 
 
 def to_json(data: Any, *, compact: bool = False) -> str:

@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 from rageval.errors import RagevalError, ResultError
-from rageval.files import Reader
+from rageval.files import Reader, parse_result_json
 
 VERDICTS = ("pass", "fail")
 STATES = ("pass", "fail", "not_comparable", "insufficient_data")
@@ -185,6 +185,12 @@ class Verdict:
         _check_rows(r, data["by_slice"], "by_slice", ("slice", "metric", "n_baseline", "n_candidate", "baseline",
                                                       "candidate", "delta", "threshold", "gated", "status"))
         return cls(**values)
+
+    @classmethod
+    def from_json(cls, data: bytes, where: str, *, error: type[RagevalError] = ResultError) -> Verdict:
+        """A verdict file's bytes (``rageval report --verdict``), read as strictly as a RunResult:
+        ``rageval.files.parse_result_json`` (size bound, strict JSON), then ``from_dict``."""
+        return cls.from_dict(parse_result_json(data, where, error), where, error=error)
 
 
 def _check_rows(r: Reader, rows: Any, key: str, required: tuple[str, ...]) -> None:

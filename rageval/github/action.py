@@ -211,10 +211,10 @@ def _baseline(ctx: _Context, cfg: Config) -> RunResult | None:
             ctx.console.notice(MSG_NO_BASELINE.format(name=name, branch=branch, repo=f"{owner}/{repo}",
                                                       policy=cfg.gate.missing_baseline, docs=ctx.docs_url()))
             return None
-        data, art = found
-        where = f"baseline artifact '{name}' (id {art.get('id')}, {art.get('created_at')})"
-        ctx.console.log(f"baseline: {where}, commit {(art.get('workflow_run') or {}).get('head_sha')}")
-        return RunResult.from_dict(data, where, error=BaselineError)
+        result, art = found
+        ctx.console.log(f"baseline: artifact '{name}' (id {art.get('id')}, {art.get('created_at')}), "
+                        f"commit {(art.get('workflow_run') or {}).get('head_sha')}")
+        return result
 
 
 def _default_branch(ctx: _Context) -> str:
