@@ -29,6 +29,9 @@ RETRIEVED_KEYS = ("chunk_id", "sections", "text", "score", "tokens")
 #: the case is an error and reading stops (a 1.5 GB response must not take 18.5 GB of memory).
 MAX_TRACE_BYTES = 10 * 1024 * 1024
 
+MSG_NO_ID = "{where}: trace needs an 'id' matching a golden case id."
+MSG_ID_TYPE = "{where}: '{key}' must be a string (or an integer), got {got}."
+
 
 @dataclass(frozen=True)
 class Trace:
@@ -70,8 +73,10 @@ def trace_from_dict(data: Any, where: str) -> Trace:
     unknown = [k for k in data if k not in TRACE_KEYS]
     if unknown:
         raise DatasetError(f"{where}: unknown trace key {shown(unknown[0])}. Valid keys: {', '.join(TRACE_KEYS)}.")
-    if not isinstance(data.get("id"), (str, int)) or isinstance(data.get("id"), bool):
-        raise DatasetError(f"{where}: trace needs an 'id' matching a golden case id.")
+    if "id" not in data:
+        raise DatasetError(MSG_NO_ID.format(where=where))
+    if not isinstance(data["id"], (str, int)) or isinstance(data["id"], bool):
+        raise DatasetError(MSG_ID_TYPE.format(where=where, key="id", got=_kind(data["id"])))
     answer = data.get("answer")
     if answer is not None and not isinstance(answer, str):
         raise DatasetError(f"{where}: 'answer' must be a string or null, got {shown(answer)}.")
@@ -94,8 +99,10 @@ def trace_from_dict(data: Any, where: str) -> Trace:
 
 
 def _retrieved(r: Any, where: str) -> Retrieved:
-    if not isinstance(r, dict) or not isinstance(r.get("chunk_id"), (str, int)):
+    if not isinstance(r, dict) or "chunk_id" not in r:
         raise DatasetError(f"{where} needs a 'chunk_id'.")
+    if not isinstance(r["chunk_id"], (str, int)) or isinstance(r["chunk_id"], bool):
+        raise DatasetError(MSG_ID_TYPE.format(where=where, key="chunk_id", got=_kind(r["chunk_id"])))
     sections = r.get("sections", [])
     if not isinstance(sections, list) or not all(isinstance(s, str) for s in sections):
         raise DatasetError(f"{where}: 'sections' must be a list of section ids.")
@@ -107,6 +114,11 @@ def _retrieved(r: Any, where: str) -> Retrieved:
         raise DatasetError(f"{where}: 'text' must be a string.")
     score = _number(r.get("score"), f"{where}: 'score'")
     return Retrieved(str(r["chunk_id"]), tuple(sections), text, None if score is None else float(score), tokens)
+
+
+def _kind(value: Any) -> str:
+    """A value as an id message names it: a list or an object by its kind, else its repr, cut short."""
+    return {dict: "an object", list: "a list"}.get(type(value)) or shown(value)
 
 
 def _number(value: Any, where: str, minimum: float | None = None) -> int | float | None:
