@@ -80,8 +80,9 @@ MSG_LEAK_FILE = "{path}{where}: golden_checks.leak_files: {p} not found (paths a
 #: The kinds ``_Reader.typed`` checks itself, with what the message says they must be.
 _EXPECTED = {"int": "an integer", "posint": "an integer ≥ 1", "nonnegint": "an integer ≥ 0",
              "nonneg": "a number ≥ 0", "positive": "a number > 0", "rate": "a number between 0 and 1",
+             "level": "a number strictly between 0 and 1 (e.g. 0.05)",
              "str": "a non-empty string", "optstr": "a string or null", "bool": "true or false"}
-_NUMBERS = ("nonneg", "positive", "rate")
+_NUMBERS = ("nonneg", "positive", "rate", "level")
 
 
 def _keys(cls: type) -> tuple[str, ...]:
@@ -143,6 +144,7 @@ class _Reader:
             raise self.fail(MSG_TYPE, dotted, key=dotted, expected="a finite number", got=value)
         ok = {"int": integer, "posint": integer and value >= 1, "nonnegint": integer and value >= 0,
               "nonneg": number and value >= 0, "positive": number and value > 0, "rate": number and 0 <= value <= 1,
+              "level": number and 0 < value < 1,
               "str": isinstance(value, str) and value != "", "bool": isinstance(value, bool),
               "optstr": value is None or (isinstance(value, str) and value != "")}[kind]
         if not ok:
