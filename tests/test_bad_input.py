@@ -166,6 +166,10 @@ TABLE = [
     Bad("golden-unknown-section", RUN, {"golden.json": edit('"DT-1"', '"DT-9"')}, ("golden.json", "q01", "DT-9")),
     Bad("golden-missing-question", RUN, {"golden.json": edit(Q01 + ",", "")}, ("golden.json", "q01", "question")),
     Bad("golden-tags-not-a-list", RUN, {"golden.json": edit(Q01, Q01 + ', "tags": 5')}, ("golden.json", "q01", "tags")),
+    Bad("golden-must-include-empty", RUN, {"golden.json": edit(Q01, Q01 + ', "must_include": ["7 ngày", ""]')},
+        ("golden.json", "case 'q01'", "'must_include' item 2 is empty")),
+    Bad("golden-must-not-include-blank", RUN, golden_yaml(GOLDEN_YAML + "    must_not_include: ['  ']\n"),
+        ("golden.yaml", "line 4", "case 'q01'", "'must_not_include' item 1 is empty")),
     # --- the corpus ---------------------------------------------------------------------------
     Bad("corpus-not-utf8", RUN, {"corpus.yaml": lambda text: text.encode("utf-8") + b"DT-9: caf\xe9\n"},  # type: ignore[dict-item]
         ("corpus.yaml", "UTF-8", "line 11")),
