@@ -126,17 +126,18 @@ def read_text(path: str | os.PathLike[str], *, error: type[RagevalError]) -> str
     return decode(read_bytes(path, error=error), str(path), error=error)
 
 
-def decode(data: bytes | str, where: str, *, error: type[RagevalError]) -> str:
-    """UTF-8 text without NUL characters; a leading byte order mark is dropped."""
+def decode(data: bytes | str, where: str, *, error: type[RagevalError], line: int = 1) -> str:
+    """UTF-8 text without NUL characters; a leading byte order mark is dropped. ``line``: the line
+    the text starts on in its file (messages name the file's line)."""
     if isinstance(data, bytes):
         try:
             data = data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            line = data.count(b"\n", 0, exc.start) + 1
-            raise error(MSG_NOT_UTF8.format(where=where, offset=exc.start, line=line)) from None
+            at = data.count(b"\n", 0, exc.start) + line
+            raise error(MSG_NOT_UTF8.format(where=where, offset=exc.start, line=at)) from None
     nul = data.find("\x00")
     if nul >= 0:
-        raise error(MSG_BINARY.format(where=where, line=data.count("\n", 0, nul) + 1))
+        raise error(MSG_BINARY.format(where=where, line=data.count("\n", 0, nul) + line))
     return data[1:] if data.startswith("\ufeff") else data
 
 
@@ -202,7 +203,7 @@ def _float(text: str) -> float:
 
 def load_json(data: bytes | str, where: str, *, error: type[RagevalError], line: int = 1) -> Any:
     """One JSON document, strictly (see the module docstring). ``line``: the line the text starts on."""
-    text = decode(data, where, error=error)
+    text = decode(data, where, error=error, line=line)
     _check_json_depth(text, where, error, line)
     try:
         return json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_float)

@@ -246,6 +246,10 @@ TABLE = [
     Bad("cli-golden-add-unknown-section", ("golden", "add", "--config", CFG, "--question", "Giao hàng mất mấy ngày?",
                                            "--expected-sections", "DT-99", "--source", "chat"),
         golden_yaml(GOLDEN_YAML), ("golden.yaml", "DT-99")),
+    Bad("cli-candidates-deep-log-line", ("golden", "candidates", "--config", CFG, "--logs", "chat.jsonl",
+                                         "--out", "candidates.yaml"),
+        {"chat.jsonl": '{"message": "đổi trả thế nào?"}\n{"message": "x", "meta": ' + DEEP_JSON + "}\n"},
+        ("chat.jsonl", "line 2", "nested")),
     Bad("cli-labels-not-utf8", ("judge-agreement", "--config", CFG, "--labels", "labels.jsonl", "--results", "base.json"),
         {"labels.jsonl": b'{"id": "q01", "label": "pass\xff"}\n'}, ("labels.jsonl",)),
 ]
