@@ -201,6 +201,9 @@ TABLE = [
         ("chunk-200.jsonl", "line 1", "'id' must be a string")),
     Bad("replay-chunk-id-a-mapping", RUN, {"chunk-200.jsonl": edit('"chunk_id": "c01"', '"chunk_id": {"c": 1}')},
         ("chunk-200.jsonl", "line 1", "retrieved item 1", "'chunk_id' must be a string")),
+    Bad("replay-too-many-retrieved", RUN,
+        {"chunk-200.jsonl": json.dumps({"id": "q01", "answer": "x", "retrieved": [{"chunk_id": f"c{i}"} for i in range(10_001)]}) + "\n"},
+        ("chunk-200.jsonl", "line 1", "10,001 retrieved items", "at most 10,000")),
     Bad("replay-missing-file", ("run", "--config", CFG, "--app", "replay:nope.jsonl", "--out", "out.json"), {},
         ("nope.jsonl", "not found")),
     # --- results files ------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from rageval.golden.set import Case
 from rageval.parse import finite, load_json, shown
 from rageval.results import Retrieved
 
-__all__ = ["MAX_TRACE_BYTES", "RETRIEVED_KEYS", "TRACE_KEYS", "App", "Retrieved", "Trace", "load_trace_json",
+__all__ = ["MAX_RETRIEVED", "MAX_TRACE_BYTES", "MSG_OTHER_CASE", "RETRIEVED_KEYS", "TRACE_KEYS", "App", "Retrieved", "Trace", "load_trace_json",
            "request_for", "trace_from_dict"]
 
 TRACE_KEYS = ("id", "answer", "retrieved", "usage", "latency_ms", "error")
@@ -29,6 +29,13 @@ RETRIEVED_KEYS = ("chunk_id", "sections", "text", "score", "tokens")
 #: the case is an error and reading stops (a 1.5 GB response must not take 18.5 GB of memory).
 MAX_TRACE_BYTES = 10 * 1024 * 1024
 
+#: The most retrieved items one trace may carry. A release run may use top_k 1000; 400,000 items fit
+#: in a 10 MB body and cost ~300 MB per case, so past this the case is an error, before any is built.
+MAX_RETRIEVED = 10_000
+
+MSG_TOO_MANY_RETRIEVED = ("{where}: {n:,} retrieved items; at most {limit:,} per case are read "
+                          "(MAX_RETRIEVED). Send the top_k the run measures, not the whole ranking.")
+MSG_OTHER_CASE = "{app} answered case '{got}' when asked for '{want}'"
 MSG_NO_ID = "{where}: trace needs an 'id' matching a golden case id."
 MSG_ID_TYPE = "{where}: '{key}' must be a string (or an integer), got {got}."
 
@@ -83,6 +90,8 @@ def trace_from_dict(data: Any, where: str) -> Trace:
     retrieved = data.get("retrieved")
     if retrieved is not None and not isinstance(retrieved, list):
         raise DatasetError(f"{where}: 'retrieved' must be a list of {{chunk_id, sections, text, score}}.")
+    if retrieved is not None and len(retrieved) > MAX_RETRIEVED:
+        raise DatasetError(MSG_TOO_MANY_RETRIEVED.format(where=where, n=len(retrieved), limit=MAX_RETRIEVED))
     items = None if retrieved is None else tuple(_retrieved(r, f"{where}: retrieved item {i}")
                                                  for i, r in enumerate(retrieved, 1))
     usage = data.get("usage") or {}
