@@ -29,8 +29,9 @@ RETRIEVED_KEYS = ("chunk_id", "sections", "text", "score", "tokens")
 #: the case is an error and reading stops (a 1.5 GB response must not take 18.5 GB of memory).
 MAX_TRACE_BYTES = 10 * 1024 * 1024
 
-#: The most retrieved items one trace may carry. A release run may use top_k 1000; 400,000 items fit
-#: in a 10 MB body and cost ~300 MB per case, so past this the case is an error, before any is built.
+#: The most retrieved items one trace may carry. A release run may use top_k 1000; 400,000 short items
+#: fit in a 10 MB body and, kept, cost hundreds of MB per case (issue 18), so past this the case is an
+#: error, found before any item is built.
 MAX_RETRIEVED = 10_000
 
 MSG_TOO_MANY_RETRIEVED = ("{where}: {n:,} retrieved items; at most {limit:,} per case are read "
