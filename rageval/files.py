@@ -6,14 +6,17 @@ message (:class:`Reader`), and atomic writes out.
   no ``NaN`` or ``±Infinity``, bounded nesting); ``RunResult.from_json`` and ``Verdict.from_json``
   are built on them;
 * ``to_json`` / ``write_json`` never write them (``allow_nan=False``);
-* ``write_text`` writes a temp file beside the target and renames it, so a failed run never leaves
-  half a file where a results file or report used to be.
+* ``write_bytes`` / ``write_text`` write a temp file beside a regular file (or a new path) and
+  rename it, so a failed run never leaves half a file where a results file or report used to be; a
+  device or a pipe (``/dev/stdout``, ``/dev/null``, a FIFO) is written in place and never replaced by
+  a regular file; a symlink is followed to its target, which those same rules write.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -123,9 +126,9 @@ class Reader:
 # --- files -----------------------------------------------------------------------------------
 
 #: The most bytes a results file (a RunResult, a verdict) may have. A 5,000-case RunResult is ~12 MB
-#: and loads in ~4 s at a peak of ~85 MB (about 7× its size); 512 MiB (~200,000 such cases) then
-#: peaks near 3.5 GB, within a GitHub-hosted runner's 7 GB, while a wrong file (a log, a disk image,
-#: ``/dev/zero``) is refused before it is read.
+#: and loads at a peak of ~87 MB, about 7× its size (``python bench/bench_results_io.py``); 512 MiB
+#: (~200,000 such cases) then peaks near 3.5 GB, within a GitHub-hosted runner's 7 GB, while a wrong
+#: file (a log, a disk image, ``/dev/zero``) is refused before it is read.
 MAX_RESULT_BYTES = 512 * 2**20
 MSG_NOT_FOUND = "{path}: {what} file not found."
 
@@ -182,28 +185,73 @@ def _umask() -> int:
 #: must be able to read the results, the report and the cache.
 FILE_MODE = 0o666 & ~_umask()
 MSG_WRITE = "{path}: could not write the file ({problem}); {old}. Free some space or check the folder's permissions."
+MSG_WRITE_IN_PLACE = ("{path}: could not write to it ({problem}); it is a device or a pipe, written in place, "
+                      "so part of the output may have gone through. Check the path.")
 
 
-def write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None = None) -> None:
-    """Write atomically: a temp file in the same folder (``mode``, default FILE_MODE), then rename,
-    so a failed run never leaves half a file where a results file or report used to be. A full
-    disk or a read-only folder is a RagevalError naming the file (the old file stays as it was)."""
+def write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None = None, replace: bool = False) -> None:
+    """Write ``data`` to ``path``, by what is there (a RagevalError naming the path if it fails):
+
+    - nothing, or a regular file: a temp file in the same folder (``mode``, default FILE_MODE), then
+      a rename, so a failed run never leaves half a file (the old file stays as it was);
+    - a device, FIFO or socket (``/dev/stdout``, ``/dev/null``): written in place, never replaced by a
+      regular file (a rename over it, as root, replaced ``/dev/stdout`` and ``/dev/full``);
+    - a symlink: followed, as a shell's ``>`` follows it; its target is written by these same rules,
+      so ``latest.json -> runs/7.json`` replaces runs/7.json atomically and stays a link.
+
+    ``replace=True`` is for rageval's own files (a cache entry): whatever is at ``path``, a planted
+    link included, is replaced by the rename, never written through."""
     path = Path(path)
+    target, in_place = (path, False) if replace else _destination(path)
+    if in_place:
+        _write_in_place(path, data)
+        return
     tmp: str | None = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        if target == path:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
         os.fchmod(fd, FILE_MODE if mode is None else mode)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
-        os.replace(tmp, path)
+        os.replace(tmp, target)
         tmp = None
     except OSError as exc:
-        old = "the previous file is unchanged" if path.exists() else "nothing was written"
+        old = "the previous file is unchanged" if target.exists() else "nothing was written"
         raise RagevalError(MSG_WRITE.format(path=path, problem=exc.strerror or exc, old=old)) from None
     finally:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
+
+
+def _destination(path: Path) -> tuple[Path, bool]:
+    """(the path to rename a temp file onto, or to write in place; whether in place)."""
+    try:
+        info = os.stat(path)                       # through any link
+    except OSError:
+        info = None                                # nothing there (or a dangling link)
+    if info is not None and not stat.S_ISREG(info.st_mode) and not stat.S_ISDIR(info.st_mode):
+        return path, True
+    if not path.is_symlink():
+        return path, False
+    real = Path(os.path.realpath(path))
+    if info is not None and not (real.exists() and os.path.samefile(real, path)):
+        return path, True                          # a link no path names (/proc/self/fd/1 to a deleted file)
+    return real, False
+
+
+def _write_in_place(path: Path, data: bytes) -> None:
+    """Write to a device or pipe as it is: no create, no truncate, no rename."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise RagevalError(MSG_WRITE_IN_PLACE.format(path=path, problem=exc.strerror or exc)) from None
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> None:

@@ -74,6 +74,6 @@ class ResponseCache:
                   "request": request, "response": response}
         data = json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8")
         try:
-            write_bytes(path, data)
+            write_bytes(path, data, replace=True)   # ours: a planted link is replaced, not written through
         except RagevalError as exc:
             raise ConfigError(CACHE_UNWRITABLE.format(path=self.directory, error=exc.message)) from None
