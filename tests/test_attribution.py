@@ -193,7 +193,7 @@ def test_a_baseline_config_this_rageval_cannot_read_leaves_the_verdict_and_says_
     not available and names the file, the key and the problem (it was a traceback, exit 3)."""
     baseline = edited_baseline(project, f"baseline-{problem[:12].strip()}.json", change)
     out = project / "verdict-bad-baseline.json"
-    code, stdout, err = run_cli("gate", "--config", DEMO / "rageval-800.yml", "--subset", "pr", "--baseline", baseline,
+    code, _, err = run_cli("gate", "--config", DEMO / "rageval-800.yml", "--subset", "pr", "--baseline", baseline,
                                 "--out", out)
     assert code == 1, err
     found = json.loads(out.read_text(encoding="utf-8"))["attribution"]

@@ -30,13 +30,13 @@ from rageval.github.baseline import (
     safe_extract_json,
 )
 from rageval.github.client import GitHubClient
-from rageval.results import RunResult
 from rageval.github.comment import (
     MARKER_TEMPLATE,
     MAX_COMMENT_CHARS,
     comment_marker,
     upsert_comment,
 )
+from rageval.results import RunResult
 
 TOKEN = "ghp_SENTINEL_TOKEN_123"
 NAME = "rag-eval-baseline"

@@ -359,7 +359,7 @@ def serve_json(raw, data):
 
     def respond(server, conn):
         head, _, started = server.requests[-1].partition(b"\r\n\r\n")
-        missing = int(re.search(rb"content-length: *(\d+)", head, re.I).group(1)) - len(started)
+        missing = int(re.search(rb"content-length: *(\d+)", head, re.IGNORECASE).group(1)) - len(started)
         while missing > 0:
             missing -= len(conn.recv(missing))
         server.send(conn, b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
