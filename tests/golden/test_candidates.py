@@ -283,7 +283,7 @@ def test_text_fields_and_openai_messages(tmp_path):
 def test_explicit_field(tmp_path):
     path = _write(tmp_path, json.dumps({"message": "bot text", "customer_msg": "doi tra"}))
     assert load_logs(path, field="customer_msg") == [LogEntry(1, "doi tra")]
-    with pytest.raises(DatasetError, match=r"chat.jsonl:1: field 'message' is int"):
+    with pytest.raises(DatasetError, match=r"chat.jsonl: line 1: field 'message' is int"):
         load_logs(_write(tmp_path, json.dumps({"message": 5})), field="message")
 
 
@@ -293,9 +293,9 @@ def test_explicit_field(tmp_path):
      r"chat\.jsonl: line 2: nested more than 64 levels deep"),
     (['{"message": "a", "message": "b"}'], r"chat\.jsonl: line 1: key 'message' appears twice"),
     (['{"message": "a"}', '', '{"message": "b", "score": NaN}'], r"chat\.jsonl: line 3: NaN is not a finite number"),
-    (['["a", "b"]'], r"chat\.jsonl:1: expected a JSON object, got list"),
+    (['["a", "b"]'], r"chat\.jsonl: line 1: expected a JSON object, got list"),
     (['{"message": "a"}', '{"ts": 1, "user": "x"}'],
-     (r"chat\.jsonl:2: no customer text found; tried question, message, text, content, messages, "
+     (r"chat\.jsonl: line 2: no customer text found; tried question, message, text, content, messages, "
       r"the line has keys ts, user\. Name the field that holds the question with --field\.")),
 ])
 def test_bad_log_line_names_file_and_line(tmp_path, lines, match):

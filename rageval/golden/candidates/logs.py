@@ -25,10 +25,10 @@ MSG_TOO_MANY_LINES = ("{path}: more than {limit} lines. Candidates need a sample
                       "take a random sample first (e.g. `shuf -n 20000 {name} > sample.jsonl`).")
 MSG_LONG_LINE = ("{path}: line {line}: longer than {limit:,} bytes. Each line must be one chat message "
                  "as a JSON object; check that this is a JSONL chat log.")
-MSG_NOT_OBJECT = "{path}:{line}: expected a JSON object, got {kind}. Each line must be one object like {{\"message\": \"...\"}}."
-MSG_NO_FIELD = ("{path}:{line}: no customer text found; tried {tried}, the line has keys {keys}. "
+MSG_NOT_OBJECT = "{path}: line {line}: expected a JSON object, got {kind}. Each line must be one object like {{\"message\": \"...\"}}."
+MSG_NO_FIELD = ("{path}: line {line}: no customer text found; tried {tried}, the line has keys {keys}. "
                 "Name the field that holds the question with --field.")
-MSG_FIELD_NOT_TEXT = ("{path}:{line}: field '{field}' is {kind}, expected text (or an OpenAI-style messages list). "
+MSG_FIELD_NOT_TEXT = ("{path}: line {line}: field '{field}' is {kind}, expected text (or an OpenAI-style messages list). "
                       "Name the field that holds the question with --field.")
 
 
