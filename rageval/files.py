@@ -9,13 +9,14 @@ message (:class:`Reader`), and atomic writes out.
 * ``write_bytes`` / ``write_text`` write a temp file beside a regular file (or a new path) and
   rename it, so a failed run never leaves half a file where a results file or report used to be; a
   device or a pipe (``/dev/stdout``, ``/dev/null``, a FIFO) is written in place and never replaced by
-  a regular file; a symlink is followed to its target, which those same rules write.
+  a regular file; a symlink to a file is refused, never written through.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from rageval.errors import RagevalError, ResultError
-from rageval.parse import MSG_TOO_BIG, finite, load_json, read_bytes, shown
+from rageval.parse import MSG_TOO_BIG, file_kind, finite, load_json, read_bytes, shown
 
 # --- validation ------------------------------------------------------------------------------
 
@@ -187,6 +188,12 @@ FILE_MODE = 0o666 & ~_umask()
 MSG_WRITE = "{path}: could not write the file ({problem}); {old}. Free some space or check the folder's permissions."
 MSG_WRITE_IN_PLACE = ("{path}: could not write to it ({problem}); it is a device or a pipe, written in place, "
                       "so part of the output may have gone through. Check the path.")
+MSG_LINK = ("{path}: a symbolic link (to {target}). rageval writes to a plain path, a device or a pipe, never "
+            "through a link to a file (in a checkout a pull request controls, a link could point anywhere). Give "
+            "the path of the file itself.")
+MSG_SPECIAL = "{path}: {kind}, not something rageval writes to. Give the path of a file."
+#: links that name a file this process already has open (``/dev/stdout`` → ``/proc/self/fd/1``)
+_OPEN_FILE = re.compile(r"^/(proc/(self|\d+)|dev)/fd/")
 
 
 def write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None = None, replace: bool = False) -> None:
@@ -194,56 +201,68 @@ def write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None =
 
     - nothing, or a regular file: a temp file in the same folder (``mode``, default FILE_MODE), then
       a rename, so a failed run never leaves half a file (the old file stays as it was);
-    - a device, FIFO or socket (``/dev/stdout``, ``/dev/null``): written in place, never replaced by a
-      regular file (a rename over it, as root, replaced ``/dev/stdout`` and ``/dev/full``);
-    - a symlink: followed, as a shell's ``>`` follows it; its target is written by these same rules,
-      so ``latest.json -> runs/7.json`` replaces runs/7.json atomically and stays a link.
+    - a character device or a FIFO, also through links (``/dev/stdout``, ``/dev/null``), or a link
+      to a file this process has open (``/dev/stdout`` redirected to a file): written in place,
+      appended to, never replaced (a rename over ``/dev/stdout`` as root replaced it with a file);
+    - any other symlink (to a file, a folder, nowhere), a block device or a socket: refused.
 
     ``replace=True`` is for rageval's own files (a cache entry): whatever is at ``path``, a planted
     link included, is replaced by the rename, never written through."""
     path = Path(path)
-    target, in_place = (path, False) if replace else _destination(path)
-    if in_place:
+    if not replace and _in_place(path):
         _write_in_place(path, data)
         return
     tmp: str | None = None
     try:
-        if target == path:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         os.fchmod(fd, FILE_MODE if mode is None else mode)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
-        os.replace(tmp, target)
+        os.replace(tmp, path)
         tmp = None
     except OSError as exc:
-        old = "the previous file is unchanged" if target.exists() else "nothing was written"
+        old = "the previous file is unchanged" if path.exists() else "nothing was written"
         raise RagevalError(MSG_WRITE.format(path=path, problem=exc.strerror or exc, old=old)) from None
     finally:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
 
 
-def _destination(path: Path) -> tuple[Path, bool]:
-    """(the path to rename a temp file onto, or to write in place; whether in place)."""
+def _in_place(path: Path) -> bool:
+    """Whether ``path`` is written in place rather than by a rename; RagevalError for what rageval
+    does not write to (see ``write_bytes``)."""
     try:
         info = os.stat(path)                       # through any link
     except OSError:
-        info = None                                # nothing there (or a dangling link)
-    if info is not None and not stat.S_ISREG(info.st_mode) and not stat.S_ISDIR(info.st_mode):
-        return path, True
-    if not path.is_symlink():
-        return path, False
-    real = Path(os.path.realpath(path))
-    if info is not None and not (real.exists() and os.path.samefile(real, path)):
-        return path, True                          # a link no path names (/proc/self/fd/1 to a deleted file)
-    return real, False
+        info = None                                # nothing there, a dangling link, a path under a file
+    if info is not None and (stat.S_ISCHR(info.st_mode) or stat.S_ISFIFO(info.st_mode)):
+        return True
+    if path.is_symlink():
+        if _names_an_open_file(path):
+            return True
+        raise RagevalError(MSG_LINK.format(path=path, target=os.readlink(path)))
+    if info is not None and (stat.S_ISBLK(info.st_mode) or stat.S_ISSOCK(info.st_mode)):
+        raise RagevalError(MSG_SPECIAL.format(path=path, kind=file_kind(info.st_mode)))
+    return False
+
+
+def _names_an_open_file(path: Path) -> bool:
+    """Whether ``path`` or a link on the way leads through ``/proc/<pid>/fd/`` or ``/dev/fd/``."""
+    current = os.path.abspath(path)
+    for _ in range(40):                            # the kernel's own limit on a chain of links
+        if _OPEN_FILE.match(current):
+            return True
+        if not os.path.islink(current):
+            return False
+        current = os.path.normpath(os.path.join(os.path.dirname(current), os.readlink(current)))
+    return False
 
 
 def _write_in_place(path: Path, data: bytes) -> None:
-    """Write to a device or pipe as it is: no create, no truncate, no rename."""
+    """Write to a device, pipe or open file as it is: appended, no create, no truncate, no rename."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
         try:
             view = memoryview(data)
             while view:

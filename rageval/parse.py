@@ -30,6 +30,7 @@ The API; ``where`` names the input in messages (a path, or ``"runresult.json in 
 - ``load_yaml_node(data, where, error=…)``: the data and its node tree, for line numbers.
 - ``key_lines(node)``: the line of every mapping key of a node tree, by dotted path.
 - ``shown(value)``: a value's repr cut short, for messages; ``finite(number)``: fits a float.
+- ``file_kind(mode)``: what a non-regular file is ("a folder", "a pipe (FIFO)" …), for messages.
 - ``parse_yaml(text)``: the data and node tree, raising ``yaml.YAMLError`` (the strict rules
   above included) for callers that word their own message.
 
@@ -101,7 +102,7 @@ def read_bytes(path: str | os.PathLike[str], *, error: type[RagevalError], limit
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise error(MSG_NOT_REGULAR.format(where=path, kind=_file_kind(info.st_mode)))
+            raise error(MSG_NOT_REGULAR.format(where=path, kind=file_kind(info.st_mode)))
         if limit is not None and info.st_size > limit:
             raise error(MSG_TOO_BIG.format(where=path, limit=limit))
         with open(fd, "rb", closefd=False) as fh:
@@ -115,7 +116,8 @@ def read_bytes(path: str | os.PathLike[str], *, error: type[RagevalError], limit
     return data
 
 
-def _file_kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, as a message names it ("a folder", "a character device" …)."""
     kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
              (stat.S_ISFIFO, "a pipe (FIFO)"), (stat.S_ISSOCK, "a socket"))
     return next((name for test, name in kinds if test(mode)), "a special file")

@@ -1,8 +1,8 @@
 """Where rageval writes (rageval.files.write_bytes): atomically over a regular file or a new path; in
-place to a device or a pipe, which is never replaced by a regular file; through a symlink to its
-target. Every special target here lives in the test's own folder (a FIFO, links to /dev/null,
-/dev/full, /proc/self/fd/1): even the code before the fix, which renamed a temp file over the
-target, only ever replaced those links, never a real device.
+place to a device or a pipe (also through a link, as /dev/stdout is one), which is never replaced
+by a regular file; never through a link to a file. Every special target here lives in the test's
+own folder (a FIFO, links to /dev/null, /dev/full, /proc/self/fd/1): even the code before the fix,
+which renamed a temp file over the target, only ever replaced those links, never a real device.
 """
 
 from __future__ import annotations
@@ -67,23 +67,18 @@ def test_a_full_device_is_an_error_naming_the_path_and_is_not_replaced(tmp_path)
     assert kind(link) == "link" and kind("/dev/full") == "char" and leftovers(tmp_path) == []
 
 
-def test_a_link_to_a_regular_file_replaces_the_target_atomically_and_stays_a_link(tmp_path):
+@pytest.mark.parametrize("target", ["runs/7.json", "missing.json", "runs"])
+def test_a_link_to_a_file_a_folder_or_nowhere_is_refused_and_left_alone(tmp_path, target):
+    """Written through, a link in a checkout a pull request controls could point anywhere; replaced,
+    it would silently stop being a link. Refused, both stay as they were."""
     (tmp_path / "runs").mkdir()
-    target = tmp_path / "runs" / "7.json"
-    target.write_text("old\n", encoding="utf-8")
-    inode = target.stat().st_ino
+    (tmp_path / "runs" / "7.json").write_text("old\n", encoding="utf-8")
     link = tmp_path / "latest.json"
-    link.symlink_to("runs/7.json")
-    write_text(link, "new\n")
-    assert kind(link) == "link" and target.read_text(encoding="utf-8") == "new\n" and target.stat().st_ino != inode
-    assert leftovers(tmp_path) == [] and leftovers(target.parent) == []
-
-
-def test_a_dangling_link_creates_its_target(tmp_path):
-    link = tmp_path / "out.json"
-    link.symlink_to("made.json")
-    write_text(link, "x\n")
-    assert kind(link) == "link" and (tmp_path / "made.json").read_text(encoding="utf-8") == "x\n"
+    link.symlink_to(target)
+    with pytest.raises(RagevalError, match=rf"latest\.json: a symbolic link \(to {target}\).*Give the path of the file"):
+        write_text(link, "new\n")
+    assert kind(link) == "link" and os.readlink(link) == target
+    assert (tmp_path / "runs" / "7.json").read_text(encoding="utf-8") == "old\n" and leftovers(tmp_path) == []
 
 
 def test_replace_is_for_rageval_own_files_and_never_writes_through(tmp_path):
@@ -101,6 +96,18 @@ def test_a_folder_is_an_error(tmp_path):
     (tmp_path / "out.json").mkdir()
     with pytest.raises(RagevalError, match="out.json: could not write the file"):
         write_text(tmp_path / "out.json", "x")
+
+
+def test_standard_output_redirected_to_a_file_is_appended_to_not_replaced(tmp_path):
+    """`--out /dev/stdout >> log`: the link names a file the process has open; it is written there."""
+    log = tmp_path / "log.txt"
+    log.write_text("earlier line\n", encoding="utf-8")
+    link = tmp_path / "stdout"
+    link.symlink_to("/proc/self/fd/1")
+    script = f"from rageval.files import write_text; write_text({str(link)!r}, 'results\\n')"
+    with open(log, "a", encoding="utf-8") as fh:
+        subprocess.run([sys.executable, "-c", script], stdout=fh, check=True, timeout=60)
+    assert log.read_text(encoding="utf-8") == "earlier line\nresults\n" and kind(log) == "file"
 
 
 def test_run_out_to_the_standard_output_through_a_link(tmp_path):
