@@ -196,7 +196,8 @@ MSG_SPECIAL = "{path}: {kind}, not something rageval writes to. Give the path of
 _OPEN_FILE = re.compile(r"^/(proc/(self|\d+)|dev)/fd/")
 
 
-def write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None = None, replace: bool = False) -> None:
+def write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None = None, replace: bool = False,
+                links: bool = True) -> None:
     """Write ``data`` to ``path``, by what is there (a RagevalError naming the path if it fails):
 
     - nothing, or a regular file: a temp file in the same folder (``mode``, default FILE_MODE), then
@@ -206,9 +207,14 @@ def write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None =
       appended to, never replaced (a rename over ``/dev/stdout`` as root replaced it with a file);
     - any other symlink (to a file, a folder, nowhere), a block device or a socket: refused.
 
-    ``replace=True`` is for rageval's own files (a cache entry): whatever is at ``path``, a planted
-    link included, is replaced by the rename, never written through."""
+    ``links=False`` refuses every symlink at ``path``, ``/dev/stdout``-like ones too: the action
+    writes into a checkout a pull request controls, where a link to ``/proc/self/fd/1`` would put
+    the report's untrusted text into the job log unescaped. ``replace=True`` is for rageval's own
+    files (a cache entry): whatever is at ``path``, a planted link included, is replaced by the
+    rename, never written through."""
     path = Path(path)
+    if not links and path.is_symlink():
+        raise RagevalError(MSG_LINK.format(path=path, target=os.readlink(path)))
     if not replace and _in_place(path):
         _write_in_place(path, data)
         return
@@ -273,6 +279,6 @@ def _write_in_place(path: Path, data: bytes) -> None:
         raise RagevalError(MSG_WRITE_IN_PLACE.format(path=path, problem=exc.strerror or exc)) from None
 
 
-def write_text(path: str | os.PathLike[str], text: str) -> None:
+def write_text(path: str | os.PathLike[str], text: str, *, links: bool = True) -> None:
     """``write_bytes`` of UTF-8 text."""
-    write_bytes(path, text.encode("utf-8"))
+    write_bytes(path, text.encode("utf-8"), links=links)
