@@ -12,6 +12,11 @@ says so.
 
 The runs use the builtin app (the config drives nothing else) and, unless ``attribution.models``
 is true, only deterministic stages: a pipeline that calls a model is not re-run on its own account.
+
+The baseline's recorded config is validated like rageval.yml (``recorded_config``) before any value
+of it is put back, and so is every mix of the two configs a run would use (main's chunk size with the
+PR's overlap may not validate); when one does not, attribution is "not available" and says why —
+the gate's verdict stands either way.
 """
 
 from __future__ import annotations
@@ -26,7 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rageval.config import Config
+from rageval.config import Config, config_from_dict
+from rageval.errors import ConfigError
 from rageval.gate.ablation import Attribution, Effect, MetricAttribution
 from rageval.gate.decide import config_diff, flatten
 from rageval.gate.format import fmt_delta
@@ -34,6 +40,7 @@ from rageval.gate.thresholds import pipeline_of
 from rageval.gate.verdict import ConfigChange, Verdict
 from rageval.golden.corpus import Corpus, load_corpus
 from rageval.golden.history import file_at
+from rageval.metrics.judge import JUDGE_PARAMETERS
 from rageval.metrics.registry import case_value
 from rageval.results import RunResult
 from rageval.settings import new_at_default
@@ -44,6 +51,11 @@ NOT_KNOBS = ("retrieval.k", "retrieval.token_budgets", "embedding.batch_size")
 MIN_INTERACTION = 0.005         # below this, effects are "adding up" even when no noise was measured
 
 Runner = Callable[[Config, Corpus | None], RunResult]
+
+MSG_BASELINE_CONFIG = ("the baseline's recorded config does not validate with this rageval ({problem}); re-create "
+                       "the baseline with this version to attribute against it")
+MSG_MIXED_CONFIG = ("the knobs cannot be tried one at a time, since a mix of the baseline's and the PR's values does "
+                    "not validate ({problem})")
 
 
 @dataclass(frozen=True)
@@ -168,6 +180,20 @@ def blocking_metrics(verdict: Verdict) -> list[str]:
     return list(dict.fromkeys(n for n in names if n))
 
 
+def recorded_config(resolved: Mapping[str, Any], path: Path, label: str) -> Config:
+    """The Config that a resolved config (``Config.to_dict``, as a RunResult records it) stands for,
+    validated like rageval.yml: paths relative to ``path``'s folder, ConfigError naming ``label``.
+    What the record adds to rageval.yml's keys (``path``, the judge's identity) is set aside."""
+    raw = {k: v for k, v in resolved.items() if k != "path"}
+    if isinstance(raw.get("judge"), Mapping):
+        raw["judge"] = {k: v for k, v in raw["judge"].items() if k not in JUDGE_PARAMETERS}
+    return config_from_dict(raw, path, label=label)
+
+
+def _problem(error: ConfigError) -> str:
+    return error.message.rstrip(".")
+
+
 def why_not(cfg: Config, baseline: RunResult | None, candidate: RunResult) -> str | None:
     """Why attribution cannot run for this PR, or None when it can."""
     if baseline is None:
@@ -178,6 +204,10 @@ def why_not(cfg: Config, baseline: RunResult | None, candidate: RunResult) -> st
     if pipeline_of(candidate) != (True, True) and not cfg.attribution.models:
         return ("the pipeline calls a model (generation, embedding or judge), so the extra runs would cost calls; "
                 "set attribution.models: true to allow them")
+    try:
+        recorded_config(baseline.config, cfg.path, f"`config` in {baseline.source or 'the baseline'}")
+    except ConfigError as exc:
+        return MSG_BASELINE_CONFIG.format(problem=_problem(exc))
     return None
 
 
@@ -205,6 +235,22 @@ def _knobs(cfg: Config, baseline: RunResult, corpus: Corpus) -> tuple[list[Knob]
     if len(knobs) + len(files) > cfg.attribution.max_knobs and len(files) > 1:
         files = [Knob(f"corpus ({len(files)} files)", files={p: t for k in files for p, t in k.files.items()})]
     return knobs + files, missing
+
+
+def _unmixable(cfg: Config, knobs: Sequence[Knob], baseline: RunResult) -> str | None:
+    """Why the runs cannot be made (a config some run needs does not validate), or None: checked for
+    every run before the first one, so none is wasted."""
+    for knob in knobs:
+        for back in ([knob], [k for k in knobs if k is not knob]):
+            names = [k for b in back for k in b.keys]
+            if not names:
+                continue
+            label = f"the PR's config with {', '.join(names)} set back to the baseline's"
+            try:
+                recorded_config(reverted(cfg, back, baseline.config).to_dict(), cfg.path, label)
+            except ConfigError as exc:
+                return MSG_MIXED_CONFIG.format(problem=_problem(exc))
+    return None
 
 
 def _variant(cfg: Config, reverted_knobs: Sequence[Knob], baseline: RunResult, corpus: Corpus,
@@ -235,6 +281,9 @@ def attribute(cfg: Config, baseline: RunResult | None, candidate: RunResult, ver
         return Attribution("not_available", "no knob that changes answers differs from the baseline" + note)
     if len(knobs) == 1:
         return Attribution("one_knob", f"only {knobs[0].label} changed, so the drop is its{note}", (knobs[0].label,))
+    unmixable = _unmixable(cfg, knobs, baseline)
+    if unmixable:
+        return Attribution("not_available", unmixable + note)
     started, done, runs = time.monotonic(), {}, []
     with tempfile.TemporaryDirectory(prefix="rageval-attribution-") as tmp:
 

@@ -80,8 +80,9 @@ MSG_LEAK_FILE = "{path}{where}: golden_checks.leak_files: {p} not found (paths a
 #: The kinds ``_Reader.typed`` checks itself, with what the message says they must be.
 _EXPECTED = {"int": "an integer", "posint": "an integer ≥ 1", "nonnegint": "an integer ≥ 0",
              "nonneg": "a number ≥ 0", "positive": "a number > 0", "rate": "a number between 0 and 1",
+             "level": "a number strictly between 0 and 1 (e.g. 0.05)",
              "str": "a non-empty string", "optstr": "a string or null", "bool": "true or false"}
-_NUMBERS = ("nonneg", "positive", "rate")
+_NUMBERS = ("nonneg", "positive", "rate", "level")
 
 
 def _keys(cls: type) -> tuple[str, ...]:
@@ -91,15 +92,16 @@ def _keys(cls: type) -> tuple[str, ...]:
 class _Reader:
     """Reads values by kind; every error names the file, the dotted key and its line."""
 
-    def __init__(self, path: Path, lines: dict[str, int]) -> None:
+    def __init__(self, path: Path, lines: dict[str, int], label: str | None = None) -> None:
         self.path = path
+        self.name = label or str(path)  # what messages call it
         self.lines = lines  # dotted key -> line in the file
 
     def fail(self, template: str, dotted: str, **kw: Any) -> ConfigError:
         line = self.lines.get(dotted)
         if "got" in kw:
             kw["got"] = shown(kw["got"])
-        return ConfigError(template.format(path=self.path, where=f": line {line}" if line else "", **kw))
+        return ConfigError(template.format(path=self.name, where=f": line {line}" if line else "", **kw))
 
     def mapping(self, value: Any, dotted: str) -> dict[str, Any]:
         if value is None:
@@ -143,6 +145,7 @@ class _Reader:
             raise self.fail(MSG_TYPE, dotted, key=dotted, expected="a finite number", got=value)
         ok = {"int": integer, "posint": integer and value >= 1, "nonnegint": integer and value >= 0,
               "nonneg": number and value >= 0, "positive": number and value > 0, "rate": number and 0 <= value <= 1,
+              "level": number and 0 < value < 1,
               "str": isinstance(value, str) and value != "", "bool": isinstance(value, bool),
               "optstr": value is None or (isinstance(value, str) and value != "")}[kind]
         if not ok:
@@ -261,14 +264,16 @@ def load_config(path: str | os.PathLike[str] = DEFAULT_CONFIG) -> Config:
     return config_from_dict(raw, path.resolve(), lines=key_lines(node))
 
 
-def config_from_dict(raw: Any, path: Path, *, lines: dict[str, int] | None = None) -> Config:
-    """A Config from parsed YAML; ``lines`` (dotted key -> line) puts line numbers in messages."""
-    r = _Reader(path, lines or {})
+def config_from_dict(raw: Any, path: Path, *, lines: dict[str, int] | None = None, label: str | None = None) -> Config:
+    """A Config from parsed YAML; ``lines`` (dotted key -> line) puts line numbers in messages.
+    ``path``: the config file paths are relative to; ``label``: what messages call the config (its
+    path unless given, e.g. "the config recorded in baseline.json")."""
+    r = _Reader(path, lines or {}, label)
     data = r.mapping(raw, "(top level)")
     r.check_keys(data, TOP_LEVEL_KEYS, "")
     for key, example in (("golden", "golden: golden.yaml"), ("corpus", "corpus: docs/*.md")):
         if key not in data:
-            raise ConfigError(MSG_REQUIRED.format(path=path, key=key, example=example))
+            raise ConfigError(MSG_REQUIRED.format(path=r.name, key=key, example=example))
     golden = r.read_path(data["golden"], "golden")
     corpus = r.typed(data["corpus"], "corpus", "str")
     for name, cls in _SECTIONS.items():  # every unknown key is reported before any bad value
@@ -303,18 +308,18 @@ def _check_rules(r: _Reader, name: str, s: Any, before: dict[str, Any]) -> None:
     read so far)."""
     if name == "app" and s.type in _APP_NEEDS and getattr(s, _APP_NEEDS[s.type][0]) is None:
         key, example = _APP_NEEDS[s.type]
-        raise ConfigError(MSG_APP_NEEDS.format(path=r.path, type=s.type, key=key, example=example))
+        raise ConfigError(MSG_APP_NEEDS.format(path=r.name, type=s.type, key=key, example=example))
     if name == "chunking" and s.overlap >= s.size:
         raise r.fail(MSG_OVERLAP, "chunking.overlap", o=s.overlap, s=s.size)
     if name == "embedding" and s.model is None:
-        raise ConfigError(MSG_REQUIRED.format(path=r.path, key="embedding.model",
+        raise ConfigError(MSG_REQUIRED.format(path=r.name, key="embedding.model",
                                               example="embedding: {provider: openai, model: text-embedding-3-small}"))
     if name == "retrieval" and max(s.k) > s.top_k:
         raise r.fail(MSG_TOP_K, "retrieval.k", k=max(s.k), t=s.top_k)
     if name == "generation" and s.provider == "openai":
         for key in ("model", "prompt"):
             if getattr(s, key) is None:
-                raise ConfigError(MSG_REQUIRED.format(path=r.path, key=f"generation.{key}", example=_OPENAI_GENERATION))
+                raise ConfigError(MSG_REQUIRED.format(path=r.name, key=f"generation.{key}", example=_OPENAI_GENERATION))
         if not s.prompt.is_file():
             raise r.fail(MSG_PROMPT, "generation.prompt", p=s.prompt)
     for dotted, template, values in model_rules(name, s, before):  # judge ≠ generator; a price under a budget

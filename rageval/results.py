@@ -13,7 +13,9 @@ here), :class:`GoldenInfo` and :class:`RunResult`. Free-form blocks (the resolve
 golden and corpus snapshots, the golden checks, a check's details) are kept as plain JSON values,
 checked for finite numbers.
 
-Reading and writing the files (strict JSON, atomic writes) is ``rageval.files``'s.
+Every results file comes in through ``RunResult.from_json(bytes, where)`` (``load_result`` for a
+path): the local file, ``--baseline``, ``--candidate`` and the baseline artifact's member alike.
+Reading and writing the files (strict JSON, size bound, atomic writes) is ``rageval.files``'s.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import Any
 
 from rageval.cost import Cost
 from rageval.errors import RagevalError, ResultError
-from rageval.files import Reader, read_json
+from rageval.files import Reader, parse_result_json, read_result_file
 from rageval.metrics.registry import metric_bounds, sigma_bounds
 from rageval.packing import pack, unpack
 from rageval.records import CaseResult
@@ -226,6 +228,7 @@ class RunResult:
     flaky: tuple[str, ...] = ()
     cost: Cost = field(default_factory=Cost)
     timings: Mapping[str, float] = field(default_factory=dict)
+    source: str = field(default="", compare=False)  # where it was read from (messages only; not written)
 
     #: written without indentation: a machine's file, and a third smaller (rageval.files.write_json)
     compact_json = True
@@ -298,13 +301,21 @@ class RunResult:
             cost=Cost.from_dict(data.get("cost") or {}, "cost", r),
             timings={str(k): r.num(v, f"timings.{k}", minimum=0.0)  # type: ignore[misc]
                      for k, v in r.obj(data.get("timings") or {}, "timings").items()},
+            source=where,
             **optional,
         )
+
+    @classmethod
+    def from_json(cls, data: bytes, where: str, *, error: type[RagevalError] = ResultError) -> RunResult:
+        """The one way in for a results file's bytes, wherever they come from (a file, the baseline
+        artifact): strict JSON within the size bound (``rageval.files.parse_result_json``), then
+        ``from_dict``. Raises ``error`` naming ``where`` and the line or key of the first problem."""
+        return cls.from_dict(parse_result_json(data, where, error), where, error=error)
 
 
 def load_result(path: str | os.PathLike[str], error: type[RagevalError] = ResultError) -> RunResult:
     """Read and validate a RunResult file; ``error`` names the file and the key of any problem."""
-    return RunResult.from_dict(read_json(path, error), str(path), error=error)
+    return RunResult.from_json(read_result_file(path, error), str(path), error=error)
 
 
 Progress = Callable[[int, int], None]

@@ -113,7 +113,7 @@ class GateConfig:
     rerun: RerunConfig = setting(kind="section", factory=RerunConfig)
     missing_baseline: str = setting("floors_only", "choice", choices=("floors_only", "fail"))
     errors: str = setting("fail", "choice", choices=("fail", "ignore"))  # for cases whose App call errored
-    significance: float | None = setting(None, "rate")                  # block drops only when p < this
+    significance: float | None = setting(None, "level")                 # block drops only when p < this (0 < α < 1)
     min_slice_cases: int = setting(3, "posint")                          # fewer in a gated slice -> insufficient_data
     # a golden version change is compared on the cases it left unchanged; fewer than this many (or
     # than half of the PR's cases) and the run is not comparable

@@ -22,7 +22,6 @@ from rageval.results import load_result
 from rageval.settings import GateConfig
 
 
-
 @pytest.fixture(scope="module")
 def project(tmp_path_factory, copy_demo) -> Path:
     """The demo with main's baseline of the pr subset."""
@@ -168,3 +167,61 @@ def test_an_edited_corpus_file_is_a_knob_reverted_from_the_baselines_commit(tmp_
 def test_evaluate_is_unchanged_by_attribution():
     before, after = run([case("q1")]), run([case("q1", rank=3)])
     assert "attribution" not in verdict_on(before, after, GateConfig()).to_dict()
+
+
+# --- the baseline's recorded config is validated like any config (issue 18) -----------------------
+
+def edited_baseline(project: Path, name: str, change) -> Path:
+    data = json.loads((project / "baseline.json").read_text(encoding="utf-8"))
+    change(data["config"])
+    path = project / name
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("change", "problem"), [
+    (lambda c: c["chunking"].update(window=3), "unknown key 'chunking.window'"),
+    (lambda c: c["chunking"].update(overlap=300), "chunking.overlap (300) must be smaller than chunking.size (200)"),
+    (lambda c: c["chunking"].update(size="200"), "'chunking.size' must be an integer ≥ 1, got '200'"),
+], ids=["unknown-key", "overlap-past-size", "string-size"])
+def test_a_baseline_config_this_rageval_cannot_read_leaves_the_verdict_and_says_why(project, run_cli, change, problem):
+    """A baseline from another rageval version: the gate still blocks (fail closed); attribution is
+    not available and names the file, the key and the problem (it was a traceback, exit 3)."""
+    baseline = edited_baseline(project, f"baseline-{problem[:12].strip()}.json", change)
+    out = project / "verdict-bad-baseline.json"
+    code, _, err = run_cli("gate", "--config", DEMO / "rageval-800.yml", "--subset", "pr", "--baseline", baseline,
+                                "--out", out)
+    assert code == 1, err
+    found = json.loads(out.read_text(encoding="utf-8"))["attribution"]
+    assert found["status"] == "not_available"
+    assert found["why"].startswith("the baseline's recorded config does not validate with this rageval "
+                                   f"(`config` in {baseline}: ")
+    assert found["why"].endswith("re-create the baseline with this version to attribute against it")
+    assert problem in found["why"] and "Traceback" not in err
+
+
+def test_knobs_whose_mix_does_not_validate_say_so_instead_of_running(project, run_cli):
+    """Valid alone, invalid mixed: the PR's chunk size 800 with overlap 300, and main's size 200 put back."""
+    config = pr_config(project, "overlap-300.yml", chunking={"size": 800, "overlap": 300})
+    code, _, verdict = gate(run_cli, project, config)
+    assert code == 1
+    found = verdict["attribution"]
+    assert found["status"] == "not_available"
+    assert "chunking.overlap (300) must be smaller than chunking.size (200)" in found["why"]
+    assert "chunking.size set back to the baseline's" in found["why"]
+
+
+@pytest.mark.parametrize("name", ["rageval.yml", "rageval-800.yml", "rageval-openai.yml"])
+def test_a_resolved_config_validates_back_to_the_same_config(name, monkeypatch):
+    """What a baseline records (Config.to_dict) reads back as the same Config: the validation of the
+    baseline's config refuses nothing this rageval wrote."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    cfg = load_config(DEMO / name)
+    assert attribution.recorded_config(cfg.to_dict(), cfg.path, "x") == cfg
+
+
+@pytest.mark.parametrize("name", ["runresult.json", "candidate.json"])
+def test_a_baseline_written_by_release_0_1_0_still_validates(name, tmp_path):
+    result = load_result(ROOT / "tests" / "data" / "release-0.1.0" / name)
+    cfg = attribution.recorded_config(result.config, tmp_path / "rageval.yml", "x")
+    assert cfg.chunking.size == result.config["chunking"]["size"] and cfg.golden == tmp_path / "golden.json"

@@ -10,7 +10,7 @@ from rageval import flow
 from rageval.commands.shared import ProgressPrinter, build_evaluation
 from rageval.config import load_config
 from rageval.errors import EXIT_BLOCKED, EXIT_OK
-from rageval.files import read_json, write_json, write_text
+from rageval.files import read_result_file, write_json, write_text
 from rageval.gate import report, terminal
 from rageval.gate.verdict import Verdict
 from rageval.golden.set import load_golden
@@ -42,7 +42,7 @@ def gate(args: argparse.Namespace, out: TextIO) -> int:
 
 def report_again(args: argparse.Namespace, out: TextIO) -> int:
     cfg = load_config(args.config)
-    verdict = Verdict.read(read_json(args.verdict, what="verdict"), str(args.verdict))
+    verdict = Verdict.from_json(read_result_file(args.verdict, what="verdict"), str(args.verdict))
     baseline = load_result(args.baseline) if args.baseline else None
     markdown = report.render_markdown(verdict, baseline, load_result(args.candidate), cfg.report)
     if args.out:

@@ -16,7 +16,7 @@ from typing import Any
 
 from rageval.cost import Cost
 from rageval.errors import RagevalError, ResultError
-from rageval.files import Reader
+from rageval.files import Reader, parse_result_json
 from rageval.gate.ablation import Attribution
 from rageval.gate.stats import BootstrapCI, McNemar
 from rageval.golden.lifecycle import Coverage, GoldenDiff, Leak, SectionChange
@@ -277,3 +277,9 @@ class Verdict(Record):
             raise error(f"{where}: missing keys {', '.join(missing)}; it was not written by this rageval "
                         "version's `rageval gate --out` — regenerate it.")
         return cls.from_dict(data, "", r)
+
+    @classmethod
+    def from_json(cls, data: bytes, where: str, *, error: type[RagevalError] = ResultError) -> Verdict:
+        """A verdict file's bytes (``rageval report --verdict``), read as strictly as a RunResult:
+        ``rageval.files.parse_result_json`` (size bound, strict JSON), then :meth:`read`."""
+        return cls.read(parse_result_json(data, where, error), where, error=error)

@@ -211,10 +211,10 @@ def _baseline(ctx: _Context, cfg: Config) -> RunResult | None:
             ctx.console.notice(MSG_NO_BASELINE.format(name=name, branch=branch, repo=f"{owner}/{repo}",
                                                       policy=cfg.gate.missing_baseline, docs=ctx.docs_url()))
             return None
-        data, art = found
-        where = f"baseline artifact '{name}' (id {art.get('id')}, {art.get('created_at')})"
-        ctx.console.log(f"baseline: {where}, commit {(art.get('workflow_run') or {}).get('head_sha')}")
-        return RunResult.from_dict(data, where, error=BaselineError)
+        result, art = found
+        ctx.console.log(f"baseline: artifact '{name}' (id {art.get('id')}, {art.get('created_at')}), "
+                        f"commit {(art.get('workflow_run') or {}).get('head_sha')}")
+        return result
 
 
 def _default_branch(ctx: _Context) -> str:
@@ -263,8 +263,9 @@ def _finish(ctx: _Context, *, verdict: str, markdown: str, result: RunResult, pa
     report_rel = _report_path(results_rel)
     markdown = ctx.console.redact(markdown)   # a secret a model echoed stays out of every file
     data = redact_json(result.to_dict(), ctx.console.redact)
-    write_text(ctx.path(results_rel), to_json(data, compact=result.compact_json))   # as write_json writes it
-    write_text(ctx.path(report_rel), markdown)
+    # as write_json writes it; never through a link (the checkout is the pull request's: rageval.files)
+    write_text(ctx.path(results_rel), to_json(data, compact=result.compact_json), links=False)
+    write_text(ctx.path(report_rel), markdown, links=False)
     summary = ctx.env.get("GITHUB_STEP_SUMMARY")
     if summary:
         append_text(summary, markdown)

@@ -2,13 +2,14 @@
 
 The newest non-expired results artifact produced by a workflow run on the base branch of *this*
 repository (`find_baseline_artifact`, `fetch_baseline`), downloaded through the one-minute signed
-storage URL without our token, and unpacked defensively in memory (`safe_extract_json`).
+storage URL without our token, unpacked defensively in memory (`safe_extract_json`), and read
+through ``RunResult.from_json`` like any other results file (a key twice, NaN, deep nesting and a
+wrong shape are refused the same way as through ``--baseline``).
 """
 
 from __future__ import annotations
 
 import io
-import json
 import logging
 import re
 import stat
@@ -18,6 +19,7 @@ from datetime import datetime, timezone
 
 from rageval.errors import BaselineError, GithubError
 from rageval.github.client import GitHubClient, parse_time
+from rageval.results import RunResult
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +27,7 @@ DEFAULT_MAX_MEMBER_BYTES = 20 * 1024 * 1024
 DEFAULT_MAX_TOTAL_BYTES = 50 * 1024 * 1024
 MAX_ZIP_MEMBERS = 1000
 MAX_BASELINE_CANDIDATES = 10  # artifacts tried (410 Gone → next) before giving up
+TIP_REUPLOAD = "Re-run the baseline workflow on the base branch to upload a fresh artifact."
 _CHUNK = 64 * 1024
 
 
@@ -165,15 +168,17 @@ def fetch_baseline(
     member: str | None = None,
     max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES,
     max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES,
-) -> tuple[dict, dict] | None:
-    """Download and decode the newest usable baseline artifact: (run_result, artifact).
+) -> tuple[RunResult, dict] | None:
+    """Download and read the newest usable baseline artifact: (its RunResult, the artifact).
 
     Candidates come from `find_baseline_artifact` (artifacts whose name is exactly ``name``).
     A candidate that answers 410 Gone is skipped for the next one (at most
     MAX_BASELINE_CANDIDATES are tried). Returns None when no candidate is left. The JSON member
     is the one whose file name is ``member`` if given, else the archive's only ``*.json`` member.
-    Raises BaselineError (naming the artifact's name and id) for an unsafe or unreadable
-    archive, and GithubError for any other API failure.
+    The member is read by ``RunResult.from_json`` (as ``--baseline`` reads a file), named
+    ``Baseline artifact '<name>' (id <id>), member '<file>'`` in messages. Raises BaselineError
+    (naming the artifact's name and id) for an unsafe or unreadable archive or RunResult, and
+    GithubError for any other API failure.
     """
     now = now or datetime.now(timezone.utc)
     listed = [a for a in client.list_artifacts(owner, repo, name) if a.get("name") == name]
@@ -193,16 +198,9 @@ def fetch_baseline(
         )
         chosen = _choose_member(members, member, label)
         try:
-            result = json.loads(members[chosen])
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise BaselineError(
-                f"{label}: '{chosen}' is not valid JSON ({exc}).",
-                tip="Re-run the baseline workflow on the base branch to upload a fresh artifact.",
-            ) from None
-        if not isinstance(result, dict):
-            raise BaselineError(
-                f"{label}: '{chosen}' holds a JSON {type(result).__name__}, not a RunResult object."
-            )
+            result = RunResult.from_json(members[chosen], f"{label}, member '{chosen}'", error=BaselineError)
+        except BaselineError as exc:
+            raise BaselineError(exc.message, tip=TIP_REUPLOAD) from None
         return result, art
     return None
 

@@ -21,6 +21,7 @@ import yaml
 from rageval.errors import DatasetError, did_you_mean
 from rageval.parse import load_json, load_yaml_node, read_bytes
 from rageval.records import HOLDOUT_TAG, CaseResult, slice_labels
+from rageval.text import normalize
 
 CASE_KEYS = ("id", "question", "expected_sections", "expected_answer", "source", "slice", "tags",
              "must_include", "must_not_include", "out_of_scope")
@@ -32,6 +33,8 @@ TOP_KEYS = ("dataset", "version", "changelog", "created", "description", "cases"
 MSG_DUPLICATE = "{path}: case id '{id}' appears twice ({where}). Give every case a unique id."
 MSG_UNKNOWN_SECTION = ("{path}: case '{id}' expects section '{section}', which no corpus document has{hint}. "
                        "Fix the label, or add a '## {section} …' heading to the corpus.")
+MSG_EMPTY_PHRASE = ("{where}: '{key}' item {n} is empty; a rule phrase needs words (the answer is searched "
+                    "for it). Remove the item or write the phrase.")
 MSG_EMPTY_SUBSET = "{path}: no case is tagged '{subset}'. Tag cases with `tags: [{subset}]`, or run without --subset."
 
 
@@ -218,8 +221,8 @@ def _cases(items: list[Any], path: Path, lines: Sequence[int | None]) -> tuple[C
             source=_str(item.get("source", ""), "source", where),
             slice=_slice(item.get("slice", {}), where),
             tags=_str_list(item.get("tags", []), "tags", where),
-            must_include=_str_list(item.get("must_include", []), "must_include", where),
-            must_not_include=_str_list(item.get("must_not_include", []), "must_not_include", where),
+            must_include=_phrases(item.get("must_include", []), "must_include", where),
+            must_not_include=_phrases(item.get("must_not_include", []), "must_not_include", where),
             out_of_scope=_bool(item.get("out_of_scope", False), where),
         ))
         case = out[-1]
@@ -245,6 +248,16 @@ def _str_list(value: Any, key: str, where: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in value):
         raise DatasetError(f"{where}: '{key}' must be a list of strings, e.g. [DT-1], got {value!r}.")
     return tuple(str(v) for v in value)
+
+
+def _phrases(value: Any, key: str, where: str) -> tuple[str, ...]:
+    """must_include / must_not_include: strings with words (compared as ``rageval.text.normalize``
+    makes them, so one of spaces only is as empty as "")."""
+    phrases = _str_list(value, key, where)
+    for n, phrase in enumerate(phrases, 1):
+        if not normalize(phrase):
+            raise DatasetError(MSG_EMPTY_PHRASE.format(where=where, key=key, n=n))
+    return phrases
 
 
 def _slice(value: Any, where: str) -> dict[str, Any]:

@@ -318,6 +318,22 @@ def test_rejected_token_is_a_clear_error_not_a_silent_missing_baseline(ws, tmp_p
     assert_no_secret(run)
 
 
+@pytest.mark.parametrize("target", ["/proc/self/fd/1", "../../elsewhere.json"], ids=["job-log", "file"])
+def test_a_link_the_checkout_planted_at_the_results_path_is_refused(ws, tmp_path, target):
+    """The checkout is the pull request's: a link at the results path could send the report's untrusted
+    text, unescaped, into the job log (/proc/self/fd/1) or anywhere the action can write."""
+    link = ws / "out" / f"planted-{target.rsplit('/', 1)[-1]}"
+    link.parent.mkdir(exist_ok=True)
+    link.symlink_to(target)
+    env = make_env(ws, tmp_path, None, "pull_request", pr_payload(), "refs/pull/7/merge", config=CFG_LENIENT,
+                   results_path=str(link.relative_to(ws)), comment="false", baseline_path="baseline/main.json")
+    run = run_action(env)
+    assert run.code == 2
+    (error,) = run.commands("error")
+    assert f"{link}: a symbolic link (to {target})" in error
+    assert os.readlink(link) == target and not (ws.parent / "elsewhere.json").exists()
+
+
 # ---------------------------------------------------------------------- baseline and verify modes
 
 

@@ -375,17 +375,28 @@ def test_parse_labels_jsonl_and_mapping():
 
 @pytest.mark.parametrize("text, jsonl, message", [
     ('{"id": "q01", "label": "pass"}\n{"id": "q02", "label": "ok"}\n', True,
-     "labels:2: label \"ok\" for case 'q02' must be \"pass\" or \"fail\""),
-    ('{"id": "q01", "label": "pass"}\nq02 pass\n', True, "labels:2: not a JSON object"),
-    ('{"label": "pass"}\n', True, "labels:1: each line needs an \"id\""),
-    ('{"id": "q01"}\n', True, "labels:1: case 'q01' has no \"label\""),
+     "labels: line 2: label \"ok\" for case 'q02' must be \"pass\" or \"fail\""),
+    ('{"id": "q01", "label": "pass"}\nq02 pass\n', True, "labels: line 2: not valid JSON"),
+    ('{"id": "q01", "label": "pass"}\n[1]\n', True, "labels: line 2: not a JSON object"),
+    ('{"label": "pass"}\n', True, "labels: line 1: each line needs an \"id\""),
+    ('{"id": "q01"}\n', True, "labels: line 1: case 'q01' has no \"label\""),
     ('{"id": "q01", "label": "pass"}\n{"id": "q01", "label": "fail"}\n', True,
-     "labels:2: case 'q01' is labelled again (first on line 1)"),
+     "labels: line 2: case 'q01' is labelled again (first on line 1)"),
     ("\n\n", True, "labels: no labels found"),
-    ("q01: pass\nq02: maybe\n", False, "labels:2: label \"maybe\" for case 'q02'"),
-    ("q01: pass\nq01: fail\n", False, "labels:2: case 'q01' is labelled again (first on line 1)"),
+    ("q01: pass\nq02: maybe\n", False, "labels: line 2: label \"maybe\" for case 'q02'"),
+    ("q01: pass\nq01: fail\n", False, "labels: line 2: key 'q01' appears twice (lines 1 and 2)"),
+    ("1: pass\n'1': fail\n", False, "labels: line 2: case '1' is labelled twice (keys 1 and '1' are one case id)"),
     ("- q01\n- q02\n", False, "labels: expected a mapping of case id to pass/fail"),
-    ("q01: [pass\n", False, "labels:2: not valid YAML/JSON"),
+    ("q01: [pass\n", False, "labels: line 2: not valid YAML"),
+    # read by rageval.parse like every other input: the same refusals, naming file and line
+    ('{"id": "q01", "label": "pass"}\n{"id": "q02", "id": "q03", "label": "fail"}\n', True,
+     "labels: line 2: key 'id' appears twice"),
+    ('{"id": "q01", "label": "pass", "score": NaN}\n', True, "labels: line 1: NaN is not a finite number"),
+    ('{"id": "q01", "label": "pass"}\n{"id": "q02", "label": ' + "[" * 100_000 + "]" * 100_000 + "}\n", True,
+     "labels: line 2: nested more than 64 levels deep"),
+    ("q01: &p pass\nq02: *p\n", False, "labels: line 2: YAML alias '*p'"),
+    ("q01: pass\nq02: " + "[" * 100_000 + "]" * 100_000 + "\n", False, "labels: line 2: nested more than 64 levels deep"),
+    ("q01: 2024-01-01\n", False, "labels: line 1: label datetime.date(2024, 1, 1) for case 'q01'"),
 ])
 def test_parse_labels_names_the_file_and_line_of_a_bad_entry(text, jsonl, message):
     with pytest.raises(DatasetError, match=re.escape(message)):

@@ -251,8 +251,8 @@ def test_load_labels_formats(tmp_path, name, text):
 
 @pytest.mark.parametrize("name, text, message", [
     ("labels.jsonl", '{"id": "q01", "label": "pass"}\n{"id": "q02", "label": "đạt"}\n',
-     "labels.jsonl:2: label \"đạt\" for case 'q02' must be \"pass\" or \"fail\""),
-    ("labels.yaml", "q01: pass\nq02: 1\n", "labels.yaml:2: label 1 for case 'q02'"),
+     "labels.jsonl: line 2: label \"đạt\" for case 'q02' must be \"pass\" or \"fail\""),
+    ("labels.yaml", "q01: pass\nq02: 1\n", "labels.yaml: line 2: label 1 for case 'q02'"),
     ("labels.csv", "id,label\nq01,pass\n", "unknown labels format '.csv'"),
     ("absent.jsonl", None, "absent.jsonl: labels file not found"),
 ])
