@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rageval.config import Config, config_from_dict
+from rageval.config import config_from_dict
 from rageval.errors import ConfigError
 from rageval.gate.ablation import Attribution, Effect, MetricAttribution
 from rageval.gate.decide import config_diff, flatten
@@ -43,7 +43,7 @@ from rageval.golden.history import file_at
 from rageval.metrics.judge import JUDGE_PARAMETERS
 from rageval.metrics.registry import case_value
 from rageval.results import RunResult
-from rageval.settings import new_at_default
+from rageval.settings import Config, new_at_default
 
 ANSWER_SECTIONS = ("chunking", "embedding", "retrieval", "generation")
 #: keys of those sections that change what is measured or how it is sent, not the answers

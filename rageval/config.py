@@ -1,4 +1,5 @@
-"""rageval.yml: load, validate, resolve into typed, immutable records.
+"""rageval.yml: load, validate, resolve into typed, immutable records (``rageval.settings``; import
+the records from there).
 
 Every error names the file, the key (dotted path) and the line where PyYAML can tell, says what
 was wrong and how to fix it. Unknown keys are errors — a mistyped ``gate:`` must never silently
@@ -30,24 +31,7 @@ from rageval.parse import (
     read_bytes,
     shown,
 )
-from rageval.settings import (  # noqa: F401 - the records are imported from rageval.config
-    ENV_REF,
-    AppConfig,
-    AttributionConfig,
-    ChecksConfig,
-    ChunkingConfig,
-    Config,
-    EmbeddingConfig,
-    GateConfig,
-    GenerationConfig,
-    GoldenChecksConfig,
-    JudgeConfig,
-    LLMConfig,
-    ReportConfig,
-    RerunConfig,
-    RetrievalConfig,
-    SliceGate,
-)
+from rageval.settings import Config, EmbeddingConfig, SliceGate
 
 # --- loading -------------------------------------------------------------------------------
 

@@ -12,7 +12,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from rageval import attribution
-from rageval.config import Config
 from rageval.cost import Cost
 from rageval.errors import RagevalError
 from rageval.gate import report, stats, terminal
@@ -23,6 +22,7 @@ from rageval.golden.set import Case
 from rageval.pipeline.judging import judge_gate_allowed
 from rageval.pipeline.runner import Evaluation, prepare
 from rageval.results import Noise, Progress, RunResult
+from rageval.settings import Config
 
 RerunLog = Callable[[list[str] | None], None]
 

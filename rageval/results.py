@@ -220,7 +220,7 @@ class RunResult:
     created_at: str | None = None
     git_sha: str | None = None
     corpus: Mapping[str, Any] | None = None              # {"sections": {id: {title, document, sha256, numbers}}}
-    golden_checks: Mapping[str, Any] | None = None       # {"leaks": [...] | None, "coverage": {...}}
+    golden_checks: Mapping[str, Any] | None = None       # the golden audit: {"leaks": [...] | None, "coverage": {...}}
     app: Mapping[str, Any] = field(default_factory=dict)  # {"name", "deterministic"}
     config_fingerprint: str | None = None
     repeats: int = 1

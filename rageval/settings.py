@@ -1,6 +1,6 @@
 """The settings of rageval.yml as typed, immutable records, each field declared once with its
 default and the kind that checks a given value: ``setting(default, kind)``. ``rageval.config``
-reads a file into these (and re-exports them: import them from there).
+reads a file into these.
 """
 
 from __future__ import annotations

@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from rageval.config import Config
 from rageval.errors import DatasetError
 from rageval.golden import lifecycle
 from rageval.golden.corpus import load_corpus
@@ -25,6 +24,7 @@ from rageval.pipeline.apps.replay import load_traces
 from rageval.pipeline.chunking import chunk_corpus
 from rageval.pipeline.generation import ChatGenerator
 from rageval.results import RunResult
+from rageval.settings import Config
 
 LEAKS_FAIL_TIP = "golden_checks.leaks is 'fail'; set it to 'warn' to report leaks without failing."
 NO_SNAPSHOT = ("{label} has no golden snapshot (written by an older rageval); version discipline not checked "
@@ -120,7 +120,7 @@ def validate(cfg: Config, *, subset: str | None = None, baseline: tuple[RunResul
     if cfg.generation.provider == "openai" and cfg.generation.model and cfg.generation.prompt:
         ChatGenerator(None, cfg.generation.model, cfg.generation.prompt)   # compiles the prompt template
     checked, notes = version_discipline(cfg, golden, baseline=baseline, git_ref=git_ref)
-    leaks, cov = lifecycle.check_golden(cfg, golden, corpus)
+    leaks, cov = lifecycle.audit_golden(cfg, golden, corpus)
     if leaks and cfg.golden_checks.leaks == "fail":
         raise DatasetError("\n".join(f"{cfg.golden}: {x.message()}" for x in leaks), tip=LEAKS_FAIL_TIP)
     return ValidationReport(cfg.path, golden.name, golden.version, len(golden.cases), len(corpus.sections),

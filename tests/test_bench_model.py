@@ -15,8 +15,8 @@ from rageval.config import load_config
 from rageval.golden.corpus import load_corpus
 from rageval.golden.set import load_golden
 from rageval.metrics.numbers import check_numbers
-from rageval.metrics.rules import check_phrases, check_refusal
 from rageval.metrics.registry import rule_check_names
+from rageval.metrics.rules import check_phrases, check_refusal
 
 N_CASES = 4
 

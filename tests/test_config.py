@@ -109,7 +109,7 @@ def test_a_project_folder_is_accepted_where_a_config_file_is(run_cli, tmp_path):
 def test_defaults_come_from_the_dataclasses(tmp_path):
     from dataclasses import replace
 
-    from rageval.config import (
+    from rageval.settings import (
         AppConfig,
         ChecksConfig,
         ChunkingConfig,

@@ -166,15 +166,18 @@ def test_hostile_documents_fail_fast_in_little_memory(tmp_path, name, content, l
     path = tmp_path / name
     path.write_text(content, encoding="utf-8")
     tracemalloc.start()
-    started = time.perf_counter()
+    started = time.process_time()
     try:
         with pytest.raises(error, match=r"line \d+: (nested more than 64 levels|YAML alias)"):
             loader(path)
-        seconds = time.perf_counter() - started
+        seconds = time.process_time() - started
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert seconds < 2.0, seconds
+    # CPU seconds (under tracemalloc, which slows every allocation): 0.4-0.9 s here; an expanding
+    # alias or a recursive descent takes minutes or dies, so the bound only has to tell those apart
+    # from a refusal, whatever else the machine is doing
+    assert seconds < 10.0, seconds
     assert peak < 40 * 2**20, peak  # the text itself is 200 KB; nothing is built from it
 
 

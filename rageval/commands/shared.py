@@ -8,8 +8,8 @@ import time
 from collections.abc import Sequence
 from typing import TextIO
 
-from rageval.config import Config
 from rageval.pipeline.runner import Evaluation, prepare
+from rageval.settings import Config
 
 
 class ProgressPrinter:

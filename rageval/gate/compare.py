@@ -19,11 +19,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rageval.config import GateConfig
 from rageval.gate.verdict import Reason
 from rageval.metrics.judge import judge_signature
 from rageval.metrics.registry import judged_metric_names
 from rageval.results import RunResult
+from rageval.settings import GateConfig
 
 #: what a case asks and expects: two cases with the same id and these values are the same case
 IDENTITY = ("question", "expected_sections", "expected_answer", "must_include", "must_not_include", "out_of_scope")

@@ -32,10 +32,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from rageval.config import Config, GateConfig, SliceGate
 from rageval.gate import confirm, stats, tables
 from rageval.gate.compare import Comparison, compare
-from rageval.gate.golden_rules import with_golden_checks
+from rageval.gate.golden_rules import with_golden_rules
 from rageval.gate.thresholds import Context, RerunFn, pipeline_of
 from rageval.gate.verdict import ConfigChange, GoldenReport, RankDrop, Reason, Reruns, Statistics, Verdict
 from rageval.golden.set import Case
@@ -43,6 +42,7 @@ from rageval.metrics.aggregate import recomputed, summarize
 from rageval.metrics.registry import metrics_fed_by
 from rageval.records import CaseResult, CheckResult
 from rageval.results import RunResult
+from rageval.settings import Config, GateConfig, SliceGate
 
 MAX_IDS_IN_MESSAGE = 10
 
@@ -323,4 +323,4 @@ def decide(cfg: Config, baseline: RunResult | None, candidate: RunResult, *, exp
     gate_cfg = cfg.gate if gate_judge else without_judge(cfg.gate)
     cmp = compare(baseline, candidate, gate_cfg)
     verdict = _evaluate(baseline, candidate, gate_cfg, rerun, cmp)
-    return Decision(with_golden_checks(verdict, cfg, baseline, candidate), baseline, candidate, cmp.common)
+    return Decision(with_golden_rules(verdict, cfg, baseline, candidate), baseline, candidate, cmp.common)

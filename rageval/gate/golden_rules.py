@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from rageval.config import Config
 from rageval.files import Reader
 from rageval.gate.verdict import GoldenReport, Reason, Verdict
 from rageval.golden import lifecycle
 from rageval.golden.lifecycle import Coverage, Leak, SectionChange
 from rageval.results import RunResult
+from rageval.settings import Config
 
 
 def _version_reasons(baseline: RunResult, candidate: RunResult) -> list[Reason]:
@@ -77,7 +77,7 @@ def golden_reasons(cfg: Config, baseline: RunResult | None, candidate: RunResult
                             leaks=leaks if cfg.golden_checks.leaks != "off" else (), coverage=coverage)
 
 
-def with_golden_checks(verdict: Verdict, cfg: Config, baseline: RunResult | None, candidate: RunResult) -> Verdict:
+def with_golden_rules(verdict: Verdict, cfg: Config, baseline: RunResult | None, candidate: RunResult) -> Verdict:
     """``verdict`` plus the golden set's rules: blocking ones turn it to fail."""
     extra, golden = golden_reasons(cfg, baseline, candidate, verdict.golden)
     reasons = tuple(verdict.reasons) + tuple(extra)

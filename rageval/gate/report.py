@@ -21,7 +21,6 @@ from typing import Any
 
 import jinja2
 
-from rageval.config import ReportConfig
 from rageval.cost import Cost, StageCost
 from rageval.gate import ablation
 from rageval.gate.ablation import Attribution
@@ -50,7 +49,7 @@ from rageval.metrics.faithfulness import claim_readings
 from rageval.metrics.registry import rule_check_names
 from rageval.records import CaseResult
 from rageval.results import RunResult
-from rageval.settings import new_at_default
+from rageval.settings import ReportConfig, new_at_default
 
 GITHUB_COMMENT_LIMIT = 65_536
 #: default budget: the limit minus room for the hidden marker and anything the caller appends

@@ -25,12 +25,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from rageval.config import GateConfig
 from rageval.gate import stats
 from rageval.gate.format import fmt, fmt_delta
 from rageval.gate.verdict import Reason
 from rageval.metrics.registry import from_retrieval
 from rageval.results import RunResult
+from rageval.settings import GateConfig
 
 EPS = 1e-9
 DETERMINISTIC_EMBEDDERS = ("local", "e5")

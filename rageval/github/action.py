@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from rageval import flow
-from rageval.config import Config, load_config
+from rageval.config import load_config
 from rageval.errors import (
     EXIT_BLOCKED,
     EXIT_INTERNAL,
@@ -71,6 +71,7 @@ from rageval.github.workflow import Console, Progress, append_text, write_output
 from rageval.golden.set import GoldenSet, load_golden
 from rageval.pipeline.runner import Evaluation, prepare
 from rageval.results import RunResult, load_result
+from rageval.settings import Config
 
 MSG_NO_CONFIG = ("Config file {path} not found (input 'config' is {value!r}, resolved against the workspace "
                  "{workspace}).")

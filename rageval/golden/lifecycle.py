@@ -19,12 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from rageval.config import Config
 from rageval.golden.corpus import Corpus
 from rageval.golden.set import HOLDOUT_TAG, Case, GoldenSet, is_holdout, slice_labels
 from rageval.metrics.numbers import extract_quantities
 from rageval.records import Record
 from rageval.results import GoldenInfo
+from rageval.settings import Config
 from rageval.text import folded_words
 
 #: Fields of a case compared by the golden diff, in the order the report names them.
@@ -406,7 +406,7 @@ def coverage(golden: GoldenSet, section_ids: Sequence[str], gated_slices: Iterab
                     tuple(s for s in gated_slices if by_slice.get(s, 0) == 0), min_cases)
 
 
-def check_golden(cfg: Config, golden: GoldenSet, corpus: Corpus) -> tuple[list[Leak] | None, Coverage]:
+def audit_golden(cfg: Config, golden: GoldenSet, corpus: Corpus) -> tuple[list[Leak] | None, Coverage]:
     """The golden set's own checks as `validate` and every RunResult report them: leaks (None when
     ``golden_checks.leaks`` is off) and coverage, both over the whole golden set."""
     gc = cfg.golden_checks

@@ -20,7 +20,6 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from rageval.config import JudgeConfig
 from rageval.errors import DatasetError
 from rageval.golden.set import Case
 from rageval.metrics.faithfulness import check_faithfulness, judge_with_claims
@@ -30,6 +29,7 @@ from rageval.parse import finite, load_json, read_bytes
 from rageval.pipeline.apps import Trace
 from rageval.pipeline.llm import LLMClient
 from rageval.records import CheckResult
+from rageval.settings import JudgeConfig
 
 NO_MODEL = "no model configured (judge.model)"
 NOT_JUDGED = "not judged: failed rules ({rules}); judge.always: true judges these too"

@@ -40,7 +40,6 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from rageval.config import LLMConfig
 from rageval.cost import StageCost, Usage
 from rageval.errors import (
     BudgetExceeded,
@@ -55,6 +54,7 @@ from rageval.pipeline.llm_parse import (
     retry_after,
     server_message,
 )
+from rageval.settings import LLMConfig
 
 if TYPE_CHECKING:
     import openai

@@ -18,7 +18,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from rageval.config import Config
 from rageval.cost import Cost
 from rageval.errors import ConfigError, ModelError, ResultError
 from rageval.golden.corpus import Corpus, load_corpus
@@ -27,6 +26,7 @@ from rageval.models import model_key
 from rageval.pipeline.llm import LLMClient
 from rageval.records import CaseResult
 from rageval.results import RunResult
+from rageval.settings import Config
 
 #: a case's outcome: which answer both orders preferred, ``tie``, ``disagree`` (the orders gave
 #: different verdicts) or ``error`` (a call failed, its reply was unreadable twice, or the judge refused)

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from rageval import __version__
-from rageval.config import Config
 from rageval.cost import Cost, Usage
 from rageval.errors import RagevalError
 from rageval.golden import lifecycle
@@ -40,6 +39,7 @@ from rageval.pipeline.judging import CaseJudge, ModelJudge
 from rageval.pipeline.llm import LLMClient
 from rageval.records import FAIL, CaseResult, CheckResult
 from rageval.results import GoldenInfo, Progress, RunResult
+from rageval.settings import Config
 from rageval.text import count_tokens
 
 
@@ -58,10 +58,10 @@ class Evaluation:
     env: Mapping[str, str] = field(default_factory=dict)     # what the model client and the app may see
 
     @cached_property
-    def golden_checks(self) -> dict[str, Any]:
+    def golden_audit(self) -> dict[str, Any]:
         """Leaks of golden questions and coverage of sections and slices (the whole golden set);
         computed once per evaluation, recorded in every RunResult it builds."""
-        leaks, coverage = lifecycle.check_golden(self.cfg, self.golden, self.corpus)
+        leaks, coverage = lifecycle.audit_golden(self.cfg, self.golden, self.corpus)
         return {"leaks": None if leaks is None else [x.to_dict() for x in leaks], "coverage": coverage.to_dict()}
 
     @cached_property
@@ -228,7 +228,7 @@ def build_result(ev: Evaluation, cases: list[CaseResult], timings: dict[str, flo
         git_sha=git_sha(ev.cfg.root),
         golden=GoldenInfo(**golden, n_total=len(ev.golden.full.cases), cases=ev.snapshots[0]),
         corpus={"sections": ev.snapshots[1]},
-        golden_checks=ev.golden_checks,
+        golden_checks=ev.golden_audit,
         app={"name": getattr(ev.app, "name", type(ev.app).__name__), "deterministic": ev.deterministic},
         config=config,
         config_fingerprint=ev.cfg.fingerprint(),

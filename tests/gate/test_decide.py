@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from builders import RETRIEVAL, case, rate_cases, run
 
-from rageval.config import GateConfig, RerunConfig, SliceGate
 from rageval.errors import RagevalError
 from rageval.gate.decide import config_diff, verdict_on
 from rageval.gate.report import fmt
 from rageval.gate.verdict import Verdict
 from rageval.results import RunResult
+from rageval.settings import GateConfig, RerunConfig, SliceGate
 
 # --- builders (tests/builders.py) ---------------------------------------------------------------
 

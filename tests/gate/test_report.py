@@ -15,7 +15,6 @@ from typing import Any
 import builders
 import pytest
 
-from rageval.config import GateConfig, ReportConfig
 from rageval.cost import Cost
 from rageval.gate.decide import verdict_on
 from rageval.gate.markdown import escape_md, fence, printable
@@ -23,6 +22,7 @@ from rageval.gate.report import GITHUB_COMMENT_LIMIT, render_markdown
 from rageval.gate.terminal import render_run_table, render_summary_line
 from rageval.records import CaseResult, CheckResult
 from rageval.results import RunResult
+from rageval.settings import GateConfig, ReportConfig
 
 DATA = Path(__file__).parents[1] / "data"
 UPDATE = os.environ.get("RAGEVAL_UPDATE_GOLDEN") == "1"
@@ -84,7 +84,7 @@ def chunk800(**kw: Any) -> RunResult:
 SEED_GATE = GateConfig(floors={"hit@3": 0.95, "mrr@5": 0.85}, zero_tolerance=("numbers",))
 
 
-def check_golden(scenario: str, text: str) -> None:
+def matches_golden_file(scenario: str, text: str) -> None:
     path = DATA / scenario / "comment.md"
     if UPDATE:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -106,7 +106,7 @@ def test_blocked_report_matches_golden_file():
     assert "| hit@3 | 1.00 | 1.00 | 0.00 | ≥ 0.95 | ✅ |" in text
     assert "| chunking.size | 200 | 800 |" in text
     assert "**First relevant rank:** 1 → 3" in text and ANSWERS_800["q01"] in text and ANSWER_200_Q01 in text
-    check_golden("report_blocked", text)
+    matches_golden_file("report_blocked", text)
 
 
 def test_passed_report_with_flaky_case_matches_golden_file():
@@ -128,7 +128,7 @@ def test_passed_report_with_flaky_case_matches_golden_file():
     text = render_markdown(verdict, before, fixed, ReportConfig())
     assert text.splitlines()[0] == "### ✅ RAG eval gate: passed — all gates passed"
     assert "<details><summary>Fail → pass (2)</summary>" in text and "<details><summary>Flaky (1)" in text
-    check_golden("report_passed", text)
+    matches_golden_file("report_passed", text)
 
 
 def test_not_comparable_report_matches_golden_file():
@@ -143,7 +143,7 @@ def test_not_comparable_report_matches_golden_file():
         "(golden set v2 → v3: 2 changed); at least 10 are needed to compare (gate.min_common_cases 10, and half of "
         "the PR's cases), so only floors and zero-tolerance apply")
     assert "v3 (sha256 `9f86d081884c`), baseline v2 — not comparable: floors and zero-tolerance only" in text
-    check_golden("report_not_comparable", text)
+    matches_golden_file("report_not_comparable", text)
 
 
 # --- size ------------------------------------------------------------------------------------

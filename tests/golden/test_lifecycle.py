@@ -11,13 +11,12 @@ import pytest
 import yaml
 from conftest import ROOT
 
-from rageval.config import ReportConfig
 from rageval.gate.report import render_markdown
 from rageval.gate.verdict import Verdict
 from rageval.golden import lifecycle
 from rageval.golden.set import Case
 from rageval.results import load_result
-
+from rageval.settings import ReportConfig
 
 
 @pytest.fixture

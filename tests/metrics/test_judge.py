@@ -11,7 +11,6 @@ import pytest
 from openai_server import Fault, OpenAIServer, Refusal  # tests/ is on sys.path (conftest.py)
 from seed_data import GOLDEN, POLICY
 
-from rageval.config import LLMConfig
 from rageval.errors import DatasetError
 from rageval.metrics.judge import (
     JUDGE_PARAMETERS,
@@ -30,6 +29,7 @@ from rageval.metrics.judge import (
 from rageval.metrics.labels import parse_labels
 from rageval.models import model_key
 from rageval.pipeline.llm import LLMClient
+from rageval.settings import LLMConfig
 
 JUDGE_MODEL = "judge-model"
 Q01 = GOLDEN[0]

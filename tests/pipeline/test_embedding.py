@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 from seed_data import POLICY
 
-from rageval.config import EmbeddingConfig
 from rageval.errors import ConfigError, ModelError
 from rageval.pipeline.embedding import (
     E5_MISSING,
@@ -25,6 +24,7 @@ from rageval.pipeline.embedding import (
     make_embedder,
 )
 from rageval.pipeline.index import VectorIndex
+from rageval.settings import EmbeddingConfig
 
 REPO = Path(__file__).resolve().parents[2]
 

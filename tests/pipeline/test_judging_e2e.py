@@ -14,7 +14,7 @@ from seed_data import POLICY
 from test_faithfulness import scripted_faithfulness, scripted_judge_with_claims
 from test_judge import block, scripted_judge, system
 
-from rageval.config import JudgeConfig, load_config
+from rageval.config import load_config
 from rageval.errors import DatasetError
 from rageval.golden.set import Case
 from rageval.metrics.faithfulness import EXTRACT_SYSTEM, VERIFY_SYSTEM
@@ -23,6 +23,7 @@ from rageval.pipeline.apps import Retrieved, Trace
 from rageval.pipeline.judging import ModelJudge, judge_gate_allowed, load_labels
 from rageval.pipeline.llm import LLMClient
 from rageval.pipeline.runner import prepare
+from rageval.settings import JudgeConfig
 
 
 def scripted_model(body: dict) -> str:
@@ -142,7 +143,7 @@ CASE = Case("q01", "Mua áo mặc không vừa thì được trả trong mấy n
 
 
 def test_model_judge_checks_claims_against_the_context_the_generator_saw(server, tmp_path):
-    from rageval.config import LLMConfig
+    from rageval.settings import LLMConfig
     client = LLMClient(LLMConfig(base_url=server.base_url), env={}, cache_dir=tmp_path)
     retrieved = (Retrieved("L2", ("DT-3", "DT-4"), POLICY["DT-3"] + "\n\n" + POLICY["DT-4"]),
                  Retrieved("L1", ("DT-1", "DT-2"), POLICY["DT-1"] + "\n\n" + POLICY["DT-2"]))
@@ -158,7 +159,7 @@ def test_model_judge_checks_claims_against_the_context_the_generator_saw(server,
 
 
 def test_model_judge_fresh_flag_bypasses_the_cache(server, tmp_path):
-    from rageval.config import LLMConfig
+    from rageval.settings import LLMConfig
     client = LLMClient(LLMConfig(base_url=server.base_url), env={}, cache_dir=tmp_path)
     judge = ModelJudge(client, JudgeConfig(model="judge-model", faithfulness=True))
     trace = Trace("q01", "Bạn có 30 ngày để đổi trả áo", (Retrieved("L2", ("DT-3",), POLICY["DT-3"]),))
@@ -171,7 +172,7 @@ def test_model_judge_fresh_flag_bypasses_the_cache(server, tmp_path):
 
 @pytest.mark.parametrize("always, calls", [(False, 0), (True, 1)])
 def test_model_judge_skips_a_case_failing_rules_unless_always(server, tmp_path, always, calls):
-    from rageval.config import LLMConfig
+    from rageval.settings import LLMConfig
     client = LLMClient(LLMConfig(base_url=server.base_url), env={}, cache_dir=tmp_path)
     judge = ModelJudge(client, JudgeConfig(model="judge-model", faithfulness=True, always=always))
     trace = Trace("q01", "Bạn có 30 ngày để đổi trả áo", (Retrieved("L2", ("DT-3",), POLICY["DT-3"]),))

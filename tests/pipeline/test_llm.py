@@ -19,12 +19,12 @@ from openai_server import (  # tests/ is on sys.path (conftest.py)
     deterministic_embedding,
 )
 
-from rageval.config import LLMConfig
 from rageval.cost import StageCost
 from rageval.errors import BudgetExceeded, ConfigError, ModelCallError, ModelError
 from rageval.pipeline import llm_cache
 from rageval.pipeline.generation import ChatGenerator
 from rageval.pipeline.llm import MAX_WAIT_S, ChatResult, LLMClient
+from rageval.settings import LLMConfig
 
 SENTINEL = "sk-SENTINEL-123"
 Q = [{"role": "system", "content": "Trả lời ngắn."},

@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 
-from rageval.config import Config
 from rageval.errors import ConfigError
 from rageval.golden.corpus import Corpus
 from rageval.golden.set import Case
@@ -24,6 +23,7 @@ from rageval.pipeline.generation import (
 )
 from rageval.pipeline.index import VectorIndex
 from rageval.pipeline.lexical import RRF_DEPTH, BM25Index, fuse
+from rageval.settings import Config
 
 
 class Retriever:

@@ -28,7 +28,6 @@ from urllib3 import ProxyManager
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-from rageval.config import ENV_REF
 from rageval.errors import DatasetError
 from rageval.golden.set import Case
 from rageval.pipeline.apps import (
@@ -39,6 +38,7 @@ from rageval.pipeline.apps import (
     request_for,
     trace_from_dict,
 )
+from rageval.settings import ENV_REF
 from rageval.text import hide_password
 
 _CHUNK = 64 * 1024
