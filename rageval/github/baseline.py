@@ -187,7 +187,7 @@ def fetch_baseline(
         try:
             data = client.download_artifact_zip(owner, repo, art["id"])
         except GithubError as exc:
-            if getattr(exc, "status", None) == 410:
+            if exc.status == 410:
                 log.info("%s is gone (410); trying the next one", label)
                 continue
             raise
