@@ -34,7 +34,7 @@ from typing import Any
 from rageval.config import config_from_dict
 from rageval.errors import ConfigError
 from rageval.gate.ablation import Attribution, Effect, MetricAttribution
-from rageval.gate.decide import config_diff, flatten
+from rageval.gate.decide import config_diff
 from rageval.gate.format import fmt_delta
 from rageval.gate.thresholds import pipeline_of
 from rageval.gate.verdict import ConfigChange, Verdict
@@ -43,7 +43,7 @@ from rageval.golden.history import file_at
 from rageval.metrics.judge import JUDGE_PARAMETERS
 from rageval.metrics.registry import case_value
 from rageval.results import RunResult
-from rageval.settings import Config, new_at_default
+from rageval.settings import Config, flatten, new_at_default
 
 ANSWER_SECTIONS = ("chunking", "embedding", "retrieval", "generation")
 #: keys of those sections that change what is measured or how it is sent, not the answers

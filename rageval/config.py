@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 from rageval import DEFAULT_CONFIG
 from rageval.errors import ConfigError, did_you_mean
-from rageval.metrics.registry import is_rate, parse_metric
+from rageval.metrics.registry import is_rate, parse_metric, producible
 from rageval.models import model_rules
 from rageval.parse import (
     finite,
@@ -35,9 +35,10 @@ from rageval.settings import Config, EmbeddingConfig, SliceGate
 
 # --- loading -------------------------------------------------------------------------------
 
+_LANGUAGE = next(f for f in fields(Config) if f.name == "language")
 #: The sections of rageval.yml in reading order: the fields of Config that default to a record.
 _SECTIONS: dict[str, type] = {f.name: f.default_factory for f in fields(Config) if f.default_factory is not MISSING}
-TOP_LEVEL_KEYS = ("golden", "corpus", *_SECTIONS)
+TOP_LEVEL_KEYS = ("golden", "corpus", "language", *_SECTIONS)
 #: "app.type" -> its choices, and so on for every one-of key.
 PROVIDERS = {f"{name}.{f.name}": f.metadata["choices"] for name, cls in _SECTIONS.items()
              for f in fields(cls) if f.metadata["kind"] == "choice"}
@@ -59,6 +60,8 @@ MSG_TOP_K = "{path}{where}: retrieval.k asks for a cut-off of {k} but retrieval.
 MSG_PROMPT = "{path}{where}: generation.prompt: template {p} not found (paths are relative to the config file)."
 MSG_FAITHFULNESS = "{path}{where}: judge.faithfulness needs judge.model (the model that checks claims)."
 MSG_KEY_IN_URL = "{path}{where}: put the API key in an environment variable named by llm.api_key_env, not in the URL."
+MSG_CANNOT_PRODUCE = ("{path}{where}: {key}: this config does not produce {metric} ({missing}), so the gate could "
+                      "never check it.")
 MSG_LEAK_FILE = "{path}{where}: golden_checks.leak_files: {p} not found (paths are relative to the config file)."
 
 #: The kinds ``_Reader.typed`` checks itself, with what the message says they must be.
@@ -237,6 +240,14 @@ class _Reader:
         return slices
 
 
+def read_section(cls: type, value: Any, dotted: str, label: str, path: Path | None = None) -> Any:
+    """One section of rageval.yml (``gate``, ``golden_checks`` …) read alone, the way
+    :func:`config_from_dict` reads it (unknown keys, kinds, choices); ConfigError naming ``label``
+    and the dotted key. Paths are relative to ``path``'s folder."""
+    r = _Reader(path or Path(DEFAULT_CONFIG).resolve(), {}, label)
+    return cls(**r.section(cls, value, dotted))
+
+
 def load_config(path: str | os.PathLike[str] = DEFAULT_CONFIG) -> Config:
     """Read and validate a rageval.yml. Raises ConfigError naming the file, key and line."""
     path = Path(path)
@@ -267,7 +278,24 @@ def config_from_dict(raw: Any, path: Path, *, lines: dict[str, int] | None = Non
         given = r.section(cls, data.get(name), name)
         sections[name] = _derived(r, name, cls(**given), given)
         _check_rules(r, name, sections[name], sections)
-    return Config(path=path, golden=golden, corpus=corpus, **sections)
+    language = r.read_choice(data["language"], "language", _LANGUAGE) if "language" in data else "auto"
+    config = Config(path=path, golden=golden, corpus=corpus, language=language, **sections)
+    _check_thresholds(r, config)
+    return config
+
+
+def _check_thresholds(r: _Reader, cfg: Config) -> None:
+    """Every metric the gate thresholds (floors, max_drop, overall and per slice) is one this config
+    produces: a threshold on a metric it cannot produce would block every PR on "n/a"."""
+    places = [("gate", cfg.gate.floors, "floors"), ("gate", cfg.gate.max_drop, "max_drop")]
+    places += [(f"gate.slices.{k}", g.floors, "floors") for k, g in cfg.gate.slices.items()]
+    places += [(f"gate.slices.{k}", g.max_drop, "max_drop") for k, g in cfg.gate.slices.items()]
+    for where, thresholds, kind in places:
+        for metric in thresholds:
+            missing = producible(metric, cfg)
+            if missing:
+                raise r.fail(MSG_CANNOT_PRODUCE, f"{where}.{kind}.{metric}", key=f"{where}.{kind}.{metric}",
+                             metric=metric, missing=missing)
 
 
 def _derived(r: _Reader, name: str, section: Any, given: dict[str, Any]) -> Any:

@@ -8,6 +8,8 @@ action only add their own parts (arguments and printing; inputs, artifact, comme
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -15,10 +17,12 @@ from rageval import attribution
 from rageval.cost import Cost
 from rageval.errors import RagevalError
 from rageval.gate import report, stats, terminal
+from rageval.gate.compare import identity
 from rageval.gate.decide import Decision, decide
 from rageval.gate.verdict import Verdict
+from rageval.golden import lifecycle
 from rageval.golden.corpus import Corpus
-from rageval.golden.set import Case
+from rageval.golden.set import Case, GoldenSet
 from rageval.pipeline.judging import judge_gate_allowed
 from rageval.pipeline.runner import Evaluation, prepare
 from rageval.results import Noise, Progress, RunResult
@@ -73,6 +77,19 @@ def with_reruns(cost: Cost, reruns: Sequence[RunResult]) -> Cost:
     return cost.with_rerun(Cost.total([r.cost for r in reruns], sum(len(r.cases) for r in reruns)))
 
 
+MSG_TOO_MANY_ERRORS = ("{n} of {total} cases errored (more than run.max_error_rate {rate:g}): a run that measured "
+                       "this little is not a result. The first, {case}: {error}")
+
+
+def too_many_errors(result: RunResult, max_error_rate: float) -> str | None:
+    """Why ``result`` is not a result (more than ``max_error_rate`` of its cases errored), or None."""
+    errored = [c for c in result.cases if c.error]
+    if not result.cases or len(errored) / len(result.cases) <= max_error_rate:
+        return None
+    return MSG_TOO_MANY_ERRORS.format(n=len(errored), total=len(result.cases), rate=max_error_rate,
+                                      case=errored[0].id, error=errored[0].error)
+
+
 # --- gate --------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -88,43 +105,82 @@ class GateOutcome:
     notes: tuple[str, ...] = ()
 
 
+def main_cases(baseline: RunResult | None, pr: GoldenSet, subset: str | None,
+               corpus: Corpus) -> tuple[GoldenSet, int] | None:
+    """main's cases as main asks them (the baseline's golden snapshot, cut by the PR's subset as main
+    tags it), when the PR's golden set changed, dropped or untagged some of them; and how many it did.
+    A case the PR changed whose expected sections' text the PR also changed is left out: the policy
+    moved, main's version of the case is stale by design, and the policy-drift rule holds the PR's
+    version to the new text. None when no case is left to hold the PR to (or the baseline has no
+    usable snapshot: then only the cases both sets share unchanged compare)."""
+    snapshot = baseline.golden.cases if baseline is not None else None
+    if not snapshot or baseline.golden.name != pr.name:    # type: ignore[union-attr]
+        return None
+    sections = ((baseline.corpus or {}).get("sections") or {})   # type: ignore[union-attr]
+    moved = {s.id for s in corpus.sections
+             if (sections.get(s.id) or {}).get("sha256") != hashlib.sha256(s.text.encode("utf-8")).hexdigest()}
+    everything = lifecycle.cases_from_snapshot(snapshot)
+    mine = {c.id: identity(c.to_dict()) for c in pr.cases}
+    changed = [c for c in everything if (not subset or subset in c.tags) and mine.get(c.id) != identity(c.to_dict())]
+    held = {c.id for c in changed if not moved & set(c.expected_sections)}
+    main = tuple(c for c in everything if (not subset or subset in c.tags) and (c.id in held or c not in changed))
+    if not held:
+        return None
+    info = baseline.golden
+    return GoldenSet(info.name, info.version, info.sha256 or "", pr.path, main, info.changelog, everything), len(held)
+
+
 def gate(cfg: Config, baseline: RunResult | None, *, evaluation: Evaluation | None = None,
          candidate: RunResult | None = None, expected: Sequence[Case] | None = None,
-         progress: Progress | None = None, on_rerun: RerunLog | None = None) -> GateOutcome:
+         progress: Progress | None = None, on_rerun: RerunLog | None = None,
+         known_failures: str = "report") -> GateOutcome:
     """Gate a PR: run ``evaluation`` (or take a finished ``candidate``, which then cannot be
     re-run), decide against ``baseline`` — re-running through the evaluation near a threshold —
     and render the report. ``expected``: the golden cases the candidate must answer (default:
-    the evaluation's cases); one it lacks is a failing case. The re-runs' model calls, made with
-    the cache bypassed, are counted apart: ``candidate.cost.rerun`` and ``verdict.reran.cost``."""
+    the evaluation's cases); one it lacks is a failing case. When the PR's golden set changed some
+    of main's cases, the PR's pipeline also runs main's cases as main asks them, and drops,
+    pass→fail and zero tolerance are gated on those (:func:`main_cases`). ``known_failures``: the
+    mode's default for ``gate.known_failures``. The re-runs' model calls, made with the cache
+    bypassed, are counted apart: ``candidate.cost.rerun`` and ``verdict.reran.cost``."""
     if (evaluation is None) == (candidate is None):
         raise ValueError("flow.gate needs exactly one of evaluation and candidate")
     rerun = None
     reruns: list[RunResult] = []
+    own: RunResult | None = None
+    own_expected: Sequence[Case] = ()
+    changed = 0
     if evaluation is not None:
         candidate = evaluation.run(progress=progress)
-        first = candidate
+        expected = expected if expected is not None else evaluation.golden.cases
+        found = main_cases(baseline, evaluation.golden, evaluation.subset, evaluation.corpus)
+        if found is not None:
+            own, own_expected, (main_golden, changed) = candidate, expected, found
+            evaluation = dataclasses.replace(evaluation, golden=main_golden)
+            candidate, expected = evaluation.run(progress=progress), main_golden.cases
+        first, compared_on = candidate, evaluation
 
         def rerun(case_ids: list[str] | None) -> RunResult:
             if on_rerun is not None:
                 on_rerun(case_ids)
-            reruns.append(evaluation.run(fresh=True, case_ids=case_ids, previous=first))
+            reruns.append(compared_on.run(fresh=True, case_ids=case_ids, previous=first))
             return reruns[-1]
-        expected = expected if expected is not None else evaluation.golden.cases
     if candidate is None or expected is None:
         raise ValueError("flow.gate needs the expected golden cases with a finished candidate")
     notes: list[str] = []
     allowed, why = judge_gate_allowed(cfg.judge)
     if cfg.judge.min_agreement is not None and not allowed:
         notes.append(f"judge_pass is not gated: {why}")
-    decision = decide(cfg, baseline, candidate, expected=expected, rerun=rerun, gate_judge=allowed)
+    decision = decide(cfg, baseline, candidate, expected=expected, rerun=rerun, gate_judge=allowed,
+                      known_failures=known_failures, own=own, own_expected=own_expected, changed=changed)
     verdict, candidate = with_attribution(cfg, decision, evaluation), decision.candidate
     if reruns:
         cost = with_reruns(candidate.cost, reruns)
         candidate = candidate.replace(cost=cost)
         verdict = replace(verdict, reran=replace(verdict.reran, cost=cost.rerun))
-    markdown = report.render_markdown(verdict, decision.baseline, candidate, cfg.report)
+    markdown = report.render_markdown(verdict, decision.baseline, candidate, cfg.report, own=own)
     line = terminal.render_summary_line(verdict, title=cfg.report.title)
-    return GateOutcome(verdict, decision.baseline, candidate, markdown, line, tuple(notes))
+    return GateOutcome(verdict, decision.baseline, candidate if own is None else own.replace(cost=Cost.total(
+        [own.cost, candidate.cost], len(own.cases) + len(candidate.cases))), markdown, line, tuple(notes))
 
 
 def with_attribution(cfg: Config, decision: Decision, evaluation: Evaluation | None) -> Verdict:
@@ -140,8 +196,8 @@ def with_attribution(cfg: Config, decision: Decision, evaluation: Evaluation | N
     compared = decision.compared
 
     def run_variant(variant: Config, corpus: Corpus | None) -> RunResult:
-        ev = prepare(variant, env=evaluation.env, subset=evaluation.subset, golden=evaluation.golden.full,
-                     corpus=corpus if corpus is not None else evaluation.corpus)
+        ev = prepare(variant, env=evaluation.env, subset=evaluation.subset, golden=evaluation.golden,
+                     corpus=corpus if corpus is not None else evaluation.corpus, sections_checked=True)
         return ev.run(case_ids=list(compared))
 
     found = attribution.attribute(cfg, decision.baseline, decision.candidate, verdict, corpus=evaluation.corpus,

@@ -9,6 +9,7 @@ import functools
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 from rageval.metrics.numbers import resolve_units
 from rageval.metrics.registry import retrieval_metric_names, zero_tolerance_names
 from rageval.metrics.rules import validate_refusal_markers
-from rageval.text import hide_password
+from rageval.text import LANGUAGES, hide_password
 
 
 def setting(default: Any = MISSING, kind: str = "", *, factory: Any = MISSING, **spec: Any) -> Any:
@@ -118,7 +119,12 @@ class GateConfig:
     # a golden version change is compared on the cases it left unchanged; fewer than this many (or
     # than half of the PR's cases) and the run is not comparable
     min_common_cases: int = setting(10, "posint")
-    not_comparable: str = setting("pass", "choice", choices=("pass", "fail"))  # fail: block what cannot be compared
+    # what cannot be compared (no usable golden snapshot of main's cases, another project's baseline) blocks,
+    # unless main sets pass
+    not_comparable: str = setting("fail", "choice", choices=("pass", "fail"))
+    # a case failing a per-case rule (zero tolerance) on main too: report it (a ratchet) or block on it;
+    # None: the mode's default (report for pull requests and merge queues, block for release verification)
+    known_failures: str | None = setting(None, "choice", choices=("report", "block"))
 
 
 @dataclass(frozen=True)
@@ -154,10 +160,20 @@ class AttributionConfig:
 
 
 @dataclass(frozen=True)
+class RunConfig:
+    # `rageval run` exits 1 when more than this share of cases errored (the app crashed, a model failed):
+    # a run that measured almost nothing is not a result
+    max_error_rate: float = setting(0.5, "rate")
+
+
+@dataclass(frozen=True)
 class Config:
     path: Path                            # the config file itself
     golden: Path
     corpus: str                           # path or glob, resolved against the config's folder
+    # the language answers are expected in: the offline generator's decline, how the report words things;
+    # auto: detected from the corpus (rageval.text.detect_language)
+    language: str = setting("auto", "choice", choices=("auto", *LANGUAGES))
     app: AppConfig = field(default_factory=AppConfig)
     chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
@@ -170,6 +186,7 @@ class Config:
     golden_checks: GoldenChecksConfig = field(default_factory=GoldenChecksConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
     attribution: AttributionConfig = field(default_factory=AttributionConfig)
+    run: RunConfig = field(default_factory=RunConfig)
 
     @property
     def root(self) -> Path:
@@ -217,12 +234,25 @@ def _plain(value: Any, root: Path) -> Any:
     return value
 
 
+def flatten(config: Any, prefix: str = "") -> dict[str, Any]:
+    """``{"chunking": {"size": 200}}`` -> ``{"chunking.size": 200}``; lists are leaf values."""
+    out: dict[str, Any] = {}
+    if isinstance(config, Mapping) and (config or not prefix):
+        for key, value in config.items():
+            out.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+    else:
+        out[prefix] = config
+    return out
+
+
 @functools.cache
 def default_values() -> dict[str, Any]:
-    """Every section key's default as the resolved config JSON writes it (``chunking.size`` → 200),
-    so a key an older rageval did not write can be told from one a PR changed."""
+    """Every key's default as the resolved config JSON writes it (``chunking.size`` → 200,
+    ``language`` → auto), so a key an older rageval did not write can be told from one a PR changed."""
     out: dict[str, Any] = {}
     for f in fields(Config):
+        if f.default is not MISSING:
+            out[f.name] = f.default
         if f.default_factory is MISSING:
             continue
         for key, value in _plain(asdict(f.default_factory()), Path(".")).items():

@@ -20,6 +20,7 @@ from rageval.golden import lifecycle
 from rageval.golden.corpus import load_corpus
 from rageval.golden.history import git_history, reference_from_git
 from rageval.golden.set import GoldenSet, load_golden
+from rageval.metrics.aggregate import index_warnings
 from rageval.pipeline.apps.replay import load_traces
 from rageval.pipeline.chunking import chunk_corpus
 from rageval.pipeline.generation import ChatGenerator
@@ -49,6 +50,7 @@ class ValidationReport:
     notes: tuple[str, ...]                       # earlier versions that could not be used, and why
     leaks: tuple[lifecycle.Leak, ...]            # warnings (under golden_checks.leaks: warn)
     coverage: lifecycle.Coverage
+    warnings: tuple[str, ...] = ()               # what makes the gate say little (an index too small …)
 
     def lines(self) -> list[str]:
         """The report as `rageval validate` prints it, one line each."""
@@ -58,6 +60,7 @@ class ValidationReport:
                      f"of ≤{self.chunk_size} tokens")
         if self.checked:
             lines.append(f"ok: version {self.version} is consistent with {' and '.join(self.checked)}")
+        lines += [f"warning: {w}" for w in self.warnings]
         lines += [f"warning: {leak.message()}" for leak in self.leaks]
         return lines + lifecycle.coverage_lines(self.coverage)
 
@@ -112,6 +115,7 @@ def validate(cfg: Config, *, subset: str | None = None, baseline: tuple[RunResul
     golden = load_golden(cfg.golden)
     corpus = load_corpus(cfg.corpus, cfg.root)
     golden.check_sections(corpus.ids())
+    lifecycle.check_slice_gates(cfg, golden)
     if subset:
         golden.subset(subset)                       # raises when no case carries the tag
     chunks = chunk_corpus(corpus, cfg.chunking.size, cfg.chunking.overlap)
@@ -125,4 +129,4 @@ def validate(cfg: Config, *, subset: str | None = None, baseline: tuple[RunResul
         raise DatasetError("\n".join(f"{cfg.golden}: {x.message()}" for x in leaks), tip=LEAKS_FAIL_TIP)
     return ValidationReport(cfg.path, golden.name, golden.version, len(golden.cases), len(corpus.sections),
                             len(corpus.files), len(chunks), cfg.chunking.size, tuple(checked), tuple(notes),
-                            tuple(leaks or ()), cov)
+                            tuple(leaks or ()), cov, tuple(index_warnings(len(chunks), cfg.retrieval.top_k)))

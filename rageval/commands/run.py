@@ -8,9 +8,21 @@ from typing import TextIO
 from rageval import flow
 from rageval.commands.shared import ProgressPrinter, build_evaluation
 from rageval.config import load_config
-from rageval.errors import EXIT_OK
+from rageval.errors import EXIT_BLOCKED, EXIT_OK
 from rageval.files import write_json
 from rageval.gate import terminal
+from rageval.gate.markdown import printable
+from rageval.results import RunResult
+from rageval.settings import Config
+
+
+def _errors(result: RunResult, cfg: Config, err: TextIO) -> int:
+    """EXIT_BLOCKED (1) when too many cases errored for the run to be a result (said on stderr)."""
+    why = flow.too_many_errors(result, cfg.run.max_error_rate)
+    if why is None:
+        return EXIT_OK
+    err.write(printable(f"ERROR {why}\n", newlines=True))
+    return EXIT_BLOCKED
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
@@ -21,7 +33,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     out.write(terminal.render_run_table(result) + "\n")
     if args.out:
         out.write(f"wrote {args.out}\n")
-    return EXIT_OK
+    return _errors(result, cfg, args.err)
 
 
 def baseline(args: argparse.Namespace, out: TextIO) -> int:
@@ -31,4 +43,4 @@ def baseline(args: argparse.Namespace, out: TextIO) -> int:
     write_json(args.out, result)
     out.write(terminal.render_run_table(result) + "\n" + terminal.render_noise(result) + "\n")
     out.write(f"wrote {args.out}\n")
-    return EXIT_OK
+    return _errors(result, cfg, args.err)

@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rageval.errors import BaselineError
+from rageval.gate import stats
 from rageval.gate.verdict import Reason
 from rageval.metrics.judge import judge_signature
 from rageval.metrics.registry import judged_metric_names
@@ -29,6 +31,14 @@ from rageval.settings import GateConfig
 IDENTITY = ("question", "expected_sections", "expected_answer", "must_include", "must_not_include", "out_of_scope")
 
 MSG_NO_BASELINE = "no baseline RunResult; floors and zero-tolerance only (gate.missing_baseline: floors_only)"
+MSG_SIGMA_DETERMINISTIC = " in a deterministic pipeline, whose repeats are identical"
+MSG_SIGMA_ONE_RUN = " from 1 run: one run measures no noise"
+MSG_SIGMA_RUNS = " is not what its {n} recorded runs give ({got})"
+TIP_NOISE = "The baseline was edited or is corrupt: re-create it on main with `rageval baseline`."
+MSG_OTHER_PROJECT = ("the baseline is another project's (golden set '{before}', not '{after}'): gate against a "
+                     "baseline of '{after}' from this repository's main")
+MSG_NO_CASES = ("the baseline holds none of the PR's {n} cases, so nothing can be compared; re-create it on main "
+                "(`rageval baseline`) with the golden set this PR runs")
 MSG_NO_BASELINE_FAIL = "no baseline RunResult and gate.missing_baseline is 'fail'"
 MSG_TOO_FEW = ("only {n} of the PR's {total} cases are unchanged since the baseline (golden set v{before} → "
                "v{after}: {what}); at least {need} are needed to compare (gate.min_common_cases {min}, and half "
@@ -53,7 +63,7 @@ class Comparison:
     reasons: tuple[Reason, ...]
 
 
-def _fingerprint(fields: Mapping[str, Any]) -> str:
+def identity(fields: Mapping[str, Any]) -> str:
     data = {k: fields.get(k) or None for k in IDENTITY}
     return hashlib.sha256(json.dumps(data, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
@@ -62,8 +72,8 @@ def case_contents(run: RunResult, *, snapshot: bool) -> dict[str, str]:
     """Case id -> fingerprint of what the case asks and expects: from the golden snapshot when
     ``snapshot`` (both runs carry one), else from the cases the run answered."""
     if snapshot and run.golden.cases is not None:
-        return {i: _fingerprint(c) for i, c in run.golden.cases.items()}
-    return {c.id: _fingerprint({"question": c.question, "expected_sections": list(c.expected_sections),
+        return {i: identity(c) for i, c in run.golden.cases.items()}
+    return {c.id: identity({"question": c.question, "expected_sections": list(c.expected_sections),
                                 "expected_answer": c.expected_answer, "out_of_scope": c.out_of_scope})
             for c in run.cases}
 
@@ -106,12 +116,42 @@ def _judge_label(signature: Mapping[str, Any]) -> str:
     return label + ("" if signature.get("always") else ", rules first")
 
 
+def check_noise(baseline: RunResult) -> None:
+    """A baseline's noise is believed only if its runs could give it: no σ from one run or from a
+    deterministic pipeline, and σ equal to what the recorded runs give (a σ of 0.5 on a rate would
+    widen its tolerance to 1.0, so every drop would pass). BaselineError naming the file otherwise."""
+    noise = baseline.noise
+    if noise is None:
+        return
+    where = baseline.source or "the baseline"
+    recorded = stats.sigma_over_runs(list(noise.runs)) if len(noise.runs) >= 2 else None
+    for metric, sigma in noise.sigma.items():
+        problem = None
+        if sigma and noise.deterministic:
+            problem = MSG_SIGMA_DETERMINISTIC
+        elif sigma and noise.runs_executed < 2:
+            problem = MSG_SIGMA_ONE_RUN
+        elif recorded is not None and abs(recorded.get(metric, 0.0) - sigma) > 1e-6:
+            problem = MSG_SIGMA_RUNS.format(n=len(noise.runs), got=f"{recorded.get(metric, 0.0):g}")
+        if problem:
+            raise BaselineError(f"{where}: noise: σ {sigma:g} of {metric}{problem}. {TIP_NOISE}")
+
+
+def _not_comparable(cfg: GateConfig, message: str, **values: Any) -> Comparison:
+    return Comparison(False, (), (), (), (), frozenset(), (Reason(
+        "not_comparable", message, cfg.not_comparable == "fail", **values),))
+
+
 def compare(baseline: RunResult | None, candidate: RunResult, cfg: GateConfig) -> Comparison:
     """Decide what the two runs compare on (see the module docstring)."""
     if baseline is None:
         blocking = cfg.missing_baseline == "fail"
         return Comparison(False, (), (), (), (), frozenset(), (Reason(
             "missing_baseline", MSG_NO_BASELINE_FAIL if blocking else MSG_NO_BASELINE, blocking),))
+    if baseline.golden.name != candidate.golden.name:
+        return _not_comparable(cfg, MSG_OTHER_PROJECT.format(before=baseline.golden.name, after=candidate.golden.name))
+    if not baseline.cases:
+        return _not_comparable(cfg, MSG_NO_CASES.format(n=len(candidate.cases)))
     snapshot = baseline.golden.cases is not None and candidate.golden.cases is not None
     before, after = case_contents(baseline, snapshot=snapshot), case_contents(candidate, snapshot=snapshot)
     answered = baseline.case_map

@@ -24,6 +24,7 @@ import jinja2
 from rageval.cost import Cost, StageCost
 from rageval.gate import ablation
 from rageval.gate.ablation import Attribution
+from rageval.gate.cases import KNOWN_SUFFIX
 from rageval.gate.format import fmt, fmt_delta
 from rageval.gate.markdown import (
     ANSWER_MAX_CHARS,
@@ -214,12 +215,23 @@ def _coverage(coverage: Coverage | None) -> dict[str, Listing] | None:
 
 
 def headline(verdict: Verdict) -> str:
+    """The verdict's main reason, and the known failures counted (they never block silently unseen)."""
     reason = verdict.main_reason
     if reason is None:
-        return "all gates passed"
-    if reason.rule in STATE_RULES:
-        return reason.message
-    return f"{reason.message} ({reason.label})"
+        text = "all gates passed"
+    elif reason.rule in STATE_RULES:
+        text = reason.message
+    else:
+        text = f"{reason.message} ({reason.label})"
+    n = len(verdict.known_failures)
+    if n and not known_blocking(verdict):
+        text += f"; {n} known failure{'s' if n != 1 else ''}, already failing on main"
+    return text
+
+
+def known_blocking(verdict: Verdict) -> bool:
+    """Whether the known failures block (``gate.known_failures: block``)."""
+    return any(r.rule == "zero_tolerance" and r.blocking and r.message.endswith(KNOWN_SUFFIX) for r in verdict.reasons)
 
 
 def outcome(verdict: Verdict) -> tuple[str, str]:
@@ -315,6 +327,7 @@ class CaseSections:
     """The comment's case lists, each cut to fit."""
 
     pass_to_fail: Listing                # of CaseDetail
+    known: Listing                       # of CaseRow: failing on main too (gate.known_failures)
     fail_to_pass: Listing                # of CaseRow
     flaky: Listing                       # of CaseRow
     rank_drops: Listing                  # of RankDrop, worst first
@@ -331,6 +344,7 @@ def _case_sections(verdict: Verdict, cases: _Cases, max_cases: int, max_rows: in
     return CaseSections(
         pass_to_fail=Listing(tuple(cases.detail(i) for i in p2f[:max_cases]), len(p2f) - min(len(p2f), max_cases),
                              p2f_hidden),
+        known=cases.rows(verdict.known_failures, max_rows),
         fail_to_pass=cases.rows(verdict.fail_to_pass, max_rows), flaky=cases.rows(verdict.flaky, max_rows),
         rank_drops=listing([drops[i] for i in drop_ids], max_rows, drop_hidden),
         added=listing(added, max_rows, added_hidden), removed=listing(removed, max_rows, removed_hidden))
@@ -387,6 +401,8 @@ def _context(verdict: Verdict, baseline: RunResult | None, candidate: RunResult,
     return {
         "icon": icon, "outcome": verdict_word, "title": title if title is not None else cfg.title,
         "headline": headline(verdict), "verdict": verdict, "golden": verdict.golden,
+        "policy_notice": verdict.policy.message if verdict.policy is not None else None,
+        "known_blocking": known_blocking(verdict),
         "has_baseline": baseline is not None,
         "base_sha": baseline.git_sha if baseline is not None else None, "cand_sha": candidate.git_sha,
         "golden_sha": candidate.golden.sha256,
@@ -418,9 +434,11 @@ def _limited(verdict: Verdict, baseline: RunResult | None, candidate: RunResult,
 # --- public ----------------------------------------------------------------------------------
 
 def render_markdown(verdict: Verdict, baseline: RunResult | None, candidate: RunResult,
-                    cfg: ReportConfig, *, title: str | None = None, max_chars: int = DEFAULT_MAX_CHARS) -> str:
+                    cfg: ReportConfig, *, title: str | None = None, max_chars: int = DEFAULT_MAX_CHARS,
+                    own: RunResult | None = None) -> str:
     """The PR comment / step summary for ``verdict``. Its first line is the verdict and its main
-    reason; it is at most ``max_chars`` characters (see the module docstring for how)."""
+    reason; it is at most ``max_chars`` characters (see the module docstring for how). ``own``: the
+    PR's own golden set's run, when ``candidate`` ran main's cases (the golden changes are its)."""
     if max_chars > GITHUB_COMMENT_LIMIT:
         raise ValueError(f"max_chars {max_chars} exceeds GitHub's comment limit of {GITHUB_COMMENT_LIMIT}")
     template = _ENV.get_template("comment.md.j2")
@@ -429,7 +447,7 @@ def render_markdown(verdict: Verdict, baseline: RunResult | None, candidate: Run
     text = ""
     for max_cases, max_rows, max_reasons in _LIMITS:
         limits = (cfg.max_cases if max_cases is None else min(max_cases, cfg.max_cases), max_rows, max_reasons)
-        text = template.render(**fixed, **_limited(verdict, baseline, candidate, cases, limits))
+        text = template.render(**fixed, **_limited(verdict, baseline, own or candidate, cases, limits))
         if len(text) <= max_chars:
             return text
     # Only the tables are left and they are still too long (a huge config diff or thousands of

@@ -9,6 +9,7 @@ from rageval.gate import ablation
 from rageval.gate.markdown import INLINE_MAX_CHARS, SUMMARY_TITLE_MAX, cut, printable
 from rageval.gate.report import attributed_lines, headline, outcome
 from rageval.gate.verdict import Verdict
+from rageval.metrics.aggregate import run_warnings
 from rageval.metrics.registry import is_rate, summary_metric_names
 from rageval.results import RunResult
 
@@ -59,6 +60,7 @@ def render_run_table(result: RunResult) -> str:
         lines.append(printable(f"  {'ERROR' if case.error else 'FAIL '} {case.id}: {why}"))
     if len(failing) > 20:
         lines.append(f"  …and {len(failing) - 20} more")
+    lines += [printable(f"warning: {w}") for w in run_warnings(result)]
     leaks = (result.golden_checks or {}).get("leaks") or []
     if leaks:
         where = sorted({x["where"] for x in leaks})

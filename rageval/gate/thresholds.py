@@ -39,6 +39,7 @@ DETERMINISTIC_GENERATORS = ("extractive", "none")
 RerunFn = Callable[[list[str] | None], RunResult]
 
 MSG_FLOOR = "{metric} {value} < {floor}"
+ON_OWN = " on the PR's golden set"
 MSG_FLOOR_NA = "{metric} has no value in the candidate (n/a); the floor {floor} cannot be checked"
 MSG_DROP = "{metric} dropped {before} → {after} (Δ {delta}, tolerance {tol}{noise})"
 MSG_DROP_NA = "{metric} has no value in the candidate (n/a) but {before} in the baseline"
@@ -104,6 +105,9 @@ class Context:
     mcnemar_by_slice: dict[str | None, stats.McNemar]
     ci: dict[tuple[str | None, str], stats.BootstrapCI | None]
     skip_drops: frozenset[str] = frozenset()     # metrics both runs have but that are not compared (judge changed)
+    # floors apply to this run (the PR's own golden set) when the candidate is the PR's pipeline on
+    # main's cases (its golden set changed some of them: rageval.gate.decide); None: the candidate
+    own: RunResult | None = None
 
 
 def mean_value(runs: Sequence[RunResult], slice_key: str | None, metric: str) -> float | None:
@@ -167,8 +171,10 @@ def _targets(ctx: Context) -> tuple[list[Target], list[Reason]]:
     targets: list[Target] = [(None, cfg.floors, cfg.max_drop)]
     notes: list[Reason] = []
     for slice_key, gate in cfg.slices.items():
-        n_cand = ctx.candidate.summary.slice_n(slice_key)
+        n_cand = (ctx.own or ctx.candidate).summary.slice_n(slice_key)
         drops = dict(gate.max_drop) if ctx.comparable else {}
+        if ctx.own is not None and ctx.candidate.summary.slice_n(slice_key) < cfg.min_slice_cases:
+            drops = {}
         if n_cand < cfg.min_slice_cases:
             notes.append(Reason("slice_insufficient_data", MSG_INSUFFICIENT.format(
                 slice=slice_key, n=n_cand, side="candidate", min=cfg.min_slice_cases, what="gates were"),
@@ -189,12 +195,14 @@ def _prefix(slice_key: str | None) -> tuple[str, str]:
 
 
 def _floor_check(ctx: Context, runs: Sequence[RunResult], slice_key: str | None, metric: str, floor: float) -> ThresholdResult:
-    value = mean_value(runs, slice_key, metric)
+    value = mean_value([ctx.own] if ctx.own is not None else runs, slice_key, metric)
     if value is None:
         message, failed = MSG_FLOOR_NA.format(metric=metric, floor=fmt(floor)), True
     else:
         failed = value < floor - EPS
         message = MSG_FLOOR.format(metric=metric, value=fmt(value, floor), floor=fmt(floor, value))
+    if ctx.own is not None:
+        message += ON_OWN
     rule, where = _prefix(slice_key)
     return ThresholdResult(rule + "floor", slice_key, metric, value, float(floor), failed, where + message, failed,
                  rerunnable(metric, ctx.pipeline))

@@ -10,7 +10,7 @@ to ``verdict``; so ``not_comparable`` and ``insufficient_data`` coexist with eit
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -18,6 +18,7 @@ from rageval.cost import Cost
 from rageval.errors import RagevalError, ResultError
 from rageval.files import Reader, parse_result_json
 from rageval.gate.ablation import Attribution
+from rageval.gate.policy import PolicyReport
 from rageval.gate.stats import BootstrapCI, McNemar
 from rageval.golden.lifecycle import Coverage, GoldenDiff, Leak, SectionChange
 from rageval.metrics.registry import metrics_fed_by
@@ -45,6 +46,9 @@ RULE_LABELS: dict[str, str] = {
     "golden_changes": "golden set changed",
     "metrics_compared": "metrics compared",
     "judge_changed": "judge changed",
+    "known_failures": "known failures",
+    "policy_loosened": "policy from main",
+    "policy_unreadable": "policy from main",
 }
 #: rules that explain a state rather than block
 STATE_RULES = ("not_comparable", "missing_baseline", "slice_insufficient_data")
@@ -246,7 +250,9 @@ class Verdict(Record):
     golden: GoldenReport
     noise: Mapping[str, NoiseBand]
     attribution: Attribution | None = None  # which changed knob caused a drop (rageval/attribution.py)
-    OMIT_NONE = ("attribution",)            # verdicts of 0.1.0 have none
+    known_failures: tuple[str, ...] = ()    # cases failing a zero-tolerance check on main too (gate/cases.py)
+    policy: PolicyReport | None = None      # what the PR loosened or tightened (gate/policy.py)
+    OMIT_NONE = ("attribution", "policy")   # verdicts of 0.1.0 have neither
 
     @property
     def blocked(self) -> bool:
@@ -272,7 +278,7 @@ class Verdict(Record):
         naming ``where`` and the key of the first problem."""
         r = Reader(where, error)
         data = r.obj(data, "(top level)")
-        missing = [f.name for f in fields(cls) if f.name not in data and f.name != "attribution"]
+        missing = [f.name for f in fields(cls) if f.name not in data and f.default is MISSING]
         if missing:
             raise error(f"{where}: missing keys {', '.join(missing)}; it was not written by this rageval "
                         "version's `rageval gate --out` — regenerate it.")

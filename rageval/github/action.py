@@ -286,11 +286,18 @@ def _running_body(ctx: _Context, cfg: Config, n: int, subset: str | None) -> str
                                config=ctx.inputs.config, baseline=baseline_note, link=ctx.link())
 
 
+def known_failures_default(mode: str, event: str | None) -> str:
+    """``gate.known_failures`` when the config leaves it out: a ratchet (report) for pull requests and
+    merge queues, the absolute rule (block) for release-branch verification."""
+    return "block" if mode == "verify" and event != "merge_group" else "report"
+
+
 def _decide(ctx: _Context, cfg: Config, ev: Evaluation, subset: str | None) -> flow.GateOutcome:
     n = len(ev.golden.cases)
     baseline = _baseline(ctx, cfg)
     with ctx.console.group(f"rageval {ctx.mode}: {n} cases{f' (subset {subset})' if subset else ''}"):
         outcome = flow.gate(cfg, baseline, evaluation=ev, progress=Progress(ctx.console, f"rageval {ctx.mode}"),
+                            known_failures=known_failures_default(ctx.mode, ctx.event.name),
                             on_rerun=lambda ids: ctx.console.log(
                                 f"re-running {'all cases' if ids is None else ', '.join(ids)} with caches bypassed"))
     for note in outcome.notes:

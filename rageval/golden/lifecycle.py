@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from rageval.errors import ConfigError, did_you_mean
 from rageval.golden.corpus import Corpus
 from rageval.golden.set import HOLDOUT_TAG, Case, GoldenSet, is_holdout, slice_labels
 from rageval.metrics.numbers import extract_quantities
@@ -56,6 +57,20 @@ def golden_snapshot(golden: GoldenSet, units: Sequence[str] | None = None) -> di
         data["numbers"] = expected_numbers(case, units)
         out[case.id] = data
     return out
+
+
+def cases_from_snapshot(snapshot: Mapping[str, Mapping[str, Any]]) -> tuple[Case, ...]:
+    """The golden cases a snapshot (``golden_snapshot``, a RunResult's ``golden.cases``) records."""
+    fields = ("question", "expected_sections", "expected_answer", "source", "slice", "tags", "must_include",
+              "must_not_include", "out_of_scope")
+    out = []
+    for case_id, data in snapshot.items():
+        values = {k: data[k] for k in fields if data.get(k) is not None}
+        for key in ("expected_sections", "tags", "must_include", "must_not_include"):
+            if key in values:
+                values[key] = tuple(values[key])
+        out.append(Case(id=case_id, **values))
+    return tuple(out)
 
 
 def corpus_snapshot(corpus: Corpus, golden: GoldenSet, units: Sequence[str] | None = None
@@ -404,6 +419,20 @@ def coverage(golden: GoldenSet, section_ids: Sequence[str], gated_slices: Iterab
     return Coverage(by_section, dict(sorted(by_slice.items())),
                     tuple(s for s, n in by_section.items() if n < min_cases),
                     tuple(s for s in gated_slices if by_slice.get(s, 0) == 0), min_cases)
+
+
+MSG_UNKNOWN_SLICE = ("{path}: gate.slices: no case of {golden} has the slice label '{label}'{hint}, so that gate "
+                     "could never apply. Labels in the golden set: {known}.")
+
+
+def check_slice_gates(cfg: Config, golden: GoldenSet) -> None:
+    """Every gated slice label (``type=injection``) is one some case of the whole golden set has: a
+    typo would otherwise be a slice of 0 cases, "insufficient data", never gated. ConfigError."""
+    known = sorted({label for case in golden.full.cases for label in slice_labels(case.slice)})
+    for label in cfg.gate.slices:
+        if label not in known:
+            raise ConfigError(MSG_UNKNOWN_SLICE.format(path=cfg.path, golden=golden.path.name, label=label,
+                                                       hint=did_you_mean(label, known), known=", ".join(known) or "none"))
 
 
 def audit_golden(cfg: Config, golden: GoldenSet, corpus: Corpus) -> tuple[list[Leak] | None, Coverage]:

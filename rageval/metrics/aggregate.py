@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from rageval.metrics.registry import case_value, summary_metric_names
+from rageval.metrics.registry import case_value, parse_metric, summary_metric_names
 from rageval.records import ERROR, FAIL, CaseResult, CheckResult
 from rageval.results import RunResult, Summary
 
@@ -77,3 +77,42 @@ def summarize(cases: Sequence[CaseResult], metric_names: Sequence[str]) -> Summa
     overall = summarize_cases(cases, metric_names)
     return Summary(overall.n_cases, overall.n_passed, overall.n_failed, overall.n_errors, overall.metrics,
                    by_slice={label: summarize_cases(group, metric_names) for label, group in sorted(groups.items())})
+
+
+# --- what makes a run say little -----------------------------------------------------------------
+
+MSG_SMALL_INDEX = ("the index has {n} chunk{s} and retrieval.top_k is {k}: every question retrieves {share} of the "
+                   "corpus, so hit@k and recall@k say little; use smaller chunks or a smaller top_k")
+MSG_CONSTANT = ("{metric} is {value:g} for every one of the {n} cases, even at its smallest cut-off: retrieval "
+                "cannot show a better or a worse configuration here (check the labels and the index size)")
+#: fewer cases than this with a value, and a constant metric is not worth a warning
+MIN_CASES_CONSTANT = 5
+
+
+def index_warnings(n_chunks: int, top_k: int) -> list[str]:
+    """An index of fewer than twice top_k chunks: retrieval cannot miss, so it is not measured."""
+    if n_chunks >= 2 * top_k:
+        return []
+    share = "all" if n_chunks <= top_k else "most"
+    return [MSG_SMALL_INDEX.format(n=n_chunks, s="s" if n_chunks != 1 else "", k=top_k, share=share)]
+
+
+def run_warnings(run: RunResult) -> list[str]:
+    """What makes ``run`` say little: an index smaller than twice top_k (when the app says how big its
+    index is), and retrieval metrics with one value for every case."""
+    out: list[str] = []
+    chunks, top_k = run.app.get("chunks"), (run.config.get("retrieval") or {}).get("top_k")
+    if isinstance(chunks, int) and isinstance(top_k, int):
+        out += index_warnings(chunks, top_k)
+    smallest: dict[str, str] = {}                 # family -> its metric at the smallest rank cut-off
+    for metric in run.metric_names:
+        name = parse_metric(metric)
+        if name.is_retrieval and not name.budget and (name.family not in smallest or
+                                                      name.k < parse_metric(smallest[name.family]).k):  # type: ignore[operator]
+            smallest[name.family] = metric
+    for metric in smallest.values():
+        values = {c.metrics[metric] for c in run.cases if metric in c.metrics}
+        n = sum(1 for c in run.cases if metric in c.metrics)
+        if n >= MIN_CASES_CONSTANT and len(values) == 1 and next(iter(values)) in (0.0, 1.0):
+            out.append(MSG_CONSTANT.format(metric=metric, value=next(iter(values)), n=n))
+    return out

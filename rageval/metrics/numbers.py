@@ -44,7 +44,7 @@ import functools
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 
 from rageval.errors import did_you_mean
@@ -124,6 +124,15 @@ def _tokens(text: str) -> list[str]:
     return _TOKEN.findall(unicodedata.normalize("NFC", text).casefold())
 
 
+def _written(text: str) -> tuple[str, list[tuple[int, int]]]:
+    """The text the tokens of :func:`_tokens` are cut from, as written (case kept where folding keeps
+    lengths), and each token's span in it: a quantity is shown as its text says it."""
+    written = unicodedata.normalize("NFC", text)
+    folded = written.casefold()
+    source = written if len(folded) == len(written) else folded
+    return source, [m.span() for m in _TOKEN.finditer(folded)]
+
+
 @dataclass(frozen=True)
 class _Spelling:
     words: tuple[str, ...]
@@ -146,11 +155,14 @@ _CURRENCIES_BY_LENGTH = _spellings((s, u, 1) for s, u in _CURRENCY_SPELLINGS)
 @dataclass(frozen=True)
 class Quantity:
     """A number in a canonical unit. ``value`` is an ``int`` when whole, else a normalised
-    ``Decimal``; ``unit`` is one of :data:`UNITS`. ``str()`` gives the Vietnamese form:
-    "7 ngày", "5 ngày làm việc", "30.000 đồng", "15%", "1,5 giờ"."""
+    ``Decimal``; ``unit`` is one of :data:`UNITS`. Two quantities are equal when value and unit are:
+    "30 days" = "30 ngày". ``str()`` gives the canonical (Vietnamese) form: "7 ngày", "5 ngày làm
+    việc", "30.000 đồng", "15%", "1,5 giờ"; ``shown`` the mention as the text wrote it ("30 days",
+    "$7.95", "within a week" → "a week"), which reports use."""
 
     value: int | Decimal
     unit: str
+    text: str = field(default="", compare=False)      # the mention as written; not part of equality
 
     def __post_init__(self) -> None:
         if self.unit not in UNITS:
@@ -170,6 +182,10 @@ class Quantity:
 
     def sort_key(self) -> tuple[int, Decimal]:
         return UNITS.index(self.unit), Decimal(self.value)
+
+    @property
+    def shown(self) -> str:
+        return self.text or str(self)
 
 
 def _group(digits: str) -> str:
@@ -258,7 +274,7 @@ class _Match:
     unit: str
     factor: Decimal
     end: int
-
+    start: int = 0          # the unit's first token
 
 def _unit_after(reader: Reader, number: Number) -> _Match | None:
     """The unit right after a number (an optional hyphen between: "7-day"), longest spelling first."""
@@ -279,7 +295,7 @@ def _plain_unit(reader: Reader, j: int, number: Number) -> _Match | None:
     english = all(w.isascii() and len(w) > 1 for w in sp.words)
     if number.article and not (sp.unit in _TIME_UNITS and english):
         return None
-    return _Match(sp.unit, Decimal(sp.factor), j + len(sp.words))
+    return _Match(sp.unit, Decimal(sp.factor), j + len(sp.words), j)
 
 
 def _money_unit(reader: Reader, j: int, number: Number) -> _Match | None:
@@ -292,17 +308,22 @@ def _money_unit(reader: Reader, j: int, number: Number) -> _Match | None:
         k = j + 1
     currency = _spelling_at(reader, k, _CURRENCIES_BY_LENGTH)
     if currency and not (number.plain and not currency.plain):
-        return _Match(currency.unit, Decimal(factor), k + len(currency.words))
+        return _Match(currency.unit, Decimal(factor), k + len(currency.words), j)
     if k > j and bare:
-        return _Match("đồng", Decimal(factor), k)
+        return _Match("đồng", Decimal(factor), k, j)
     return None
 
 
 def _scan(text: str) -> list[Quantity]:
     toks = _tokens(text)
+    source, spans = _written(text)
+
+    def cut(first: int, end: int) -> str:          # tokens first .. end-1, as written
+        return " ".join(source[spans[first][0]:spans[end - 1][1]].split())
+
     reader = Reader(toks)
     found: list[Quantity] = []
-    pending: list[Decimal] = []          # "3" in "3-5 ngày": waits for the unit of the range
+    pending: list[tuple[Decimal, int, int]] = []   # "3" in "3-5 ngày": waits for the unit of the range
     start = 0                            # first token of the mention (of the range, if any)
     i = 0
     while i < len(toks):
@@ -312,7 +333,7 @@ def _scan(text: str) -> list[Quantity]:
                 end, factor = i + 2, 1
                 if reader.tok(end) in _MULTIPLIERS:
                     factor, end = _MULTIPLIERS[toks[end]][0], end + 1
-                found.append(Quantity(value * factor, "USD"))
+                found.append(Quantity(value * factor, "USD", cut(i, end)))
                 pending, i = [], end
                 continue
         number = reader.number(i)
@@ -325,15 +346,16 @@ def _scan(text: str) -> list[Quantity]:
                     and reader.number(number.end + 1) is not None):
                 if not pending:
                     start = i
-                pending.append(number.value)
+                pending.append((number.value, i, number.end))
                 i = number.end + 1
             else:
                 pending, i = [], i + 1
             continue
         previous = reader.tok((start if pending else i) - 1)
         if not (previous in _DATE_CONTEXT and match.unit in _DATE_CONTEXT[previous]):
-            found.extend(Quantity(v * match.factor, match.unit) for v in pending)
-            found.append(Quantity(number.value * match.factor, match.unit))
+            unit = cut(match.start, match.end)
+            found.extend(Quantity(v * match.factor, match.unit, f"{cut(a, b)} {unit}") for v, a, b in pending)
+            found.append(Quantity(number.value * match.factor, match.unit, cut(i, match.end)))
         pending, i = [], match.end
     return found
 
@@ -356,7 +378,11 @@ def extract_quantities(text: str, units: Sequence[str] | None = None) -> list[Qu
 
 
 def _listing(quantities: Iterable[Quantity]) -> list[str]:
-    return [str(q) for q in sorted(set(quantities), key=Quantity.sort_key)]
+    """Each distinct quantity once, shown as its first mention wrote it, by unit then value."""
+    first: dict[Quantity, Quantity] = {}
+    for q in quantities:
+        first.setdefault(q, q)
+    return [q.shown for q in sorted(first.values(), key=Quantity.sort_key)]
 
 
 def check_numbers(answer: str | None, expected_answer: str, source_text: str,
@@ -368,26 +394,29 @@ def check_numbers(answer: str | None, expected_answer: str, source_text: str,
     expected answer absent from the answer) and ``outside_source`` (quantities of the answer
     absent from ``source_text``, the text of the expected sections) are both empty.
 
-    Details ``expected``, ``found``, ``missing``, ``outside_source`` list ``str(Quantity)``
-    sorted by unit (in :data:`UNITS` order) then value. ``score`` = share of quantities that are
-    right: (expected found + found in source) / (expected + found).
+    Details ``expected``, ``found``, ``missing``, ``outside_source`` list each quantity once, as
+    its first mention wrote it ("30 days", "$7.95", "7 ngày"; compared by value and unit, so "30
+    days" and "30 ngày" are one quantity), sorted by unit (in :data:`UNITS` order) then value.
+    ``score`` = share of quantities that are right: (expected found + found in source) /
+    (expected + found).
     """
     allowed = resolve_units(units)
     if answer is None:
         return CheckResult.skipped("no answer: retrieval-only case")
-    expected = {q for q in _quantities(expected_answer or "") if q.unit in allowed}
-    found = {q for q in _quantities(answer) if q.unit in allowed}
+    expected = [q for q in _quantities(expected_answer or "") if q.unit in allowed]
+    found = [q for q in _quantities(answer) if q.unit in allowed]
     if not expected and not found:
         return CheckResult.skipped("no numbers")
     in_source = {q for q in _quantities(source_text or "") if q.unit in allowed}
-    missing = expected - found
-    outside = found - in_source
+    answered = set(found)
+    missing = [q for q in expected if q not in answered]
+    outside = [q for q in found if q not in in_source]
     details = {"expected": _listing(expected), "found": _listing(found),
                "missing": _listing(missing), "outside_source": _listing(outside)}
-    total = len(expected) + len(found)
-    score = (total - len(missing) - len(outside)) / total
+    total = len(set(expected)) + len(set(found))
+    score = (total - len(set(missing)) - len(set(outside))) / total
     if not missing and not outside:
-        return CheckResult.ok("numbers match: " + ", ".join(_listing(expected | found)),
+        return CheckResult.ok("numbers match: " + ", ".join(_listing([*expected, *found])),
                               score=score, **details)
     parts = []
     if missing:

@@ -268,6 +268,23 @@ def needs_model(cfg: Any) -> bool:
     return any(c.needs_model(cfg) for c in REGISTRY.checks.values() if c.applies(cfg))
 
 
+def producible(metric: str, cfg: Any) -> str | None:
+    """None when a run with config ``cfg`` gives ``metric`` a value; otherwise what is missing (a
+    threshold on it could never be checked: the gate would block every PR on "n/a")."""
+    if is_retrieval_metric(metric):
+        if metric in cfg.metric_names():
+            return None
+        m = parse_metric(metric)
+        given = cfg.retrieval.token_budgets if m.budget else cfg.retrieval.k
+        return (f"retrieval.{'token_budgets' if m.budget else 'k'} is {list(given)}; add {m.k} there or gate "
+                "a cut-off the config measures")
+    feeders = REGISTRY.feeders(metric)
+    if not feeders or any(c.applies(cfg) and (c.stage != MODEL or c.needs_model(cfg)) for c in feeders):
+        return None
+    needs = "judge.model" if all(c.name == "judge" for c in feeders) else "judge.model and judge.faithfulness: true"
+    return f"it comes from the {', '.join(c.name for c in feeders)} check, which needs {needs}"
+
+
 def is_rate(metric: str) -> bool:
     """Whether ``metric``'s values lie in [0, 1] (every retrieval metric and rate; not a count).
     A name this rageval does not know is taken as unbounded above."""
@@ -460,7 +477,7 @@ register(Check("answered", "(set by the gate) the candidate has a result for eve
 del _family
 
 __all__ = ["COUNT", "GATE", "MODEL", "RATE", "REGISTRY", "RETRIEVAL", "RULE", "CaseInput", "Check", "Metric",
-           "MetricName", "RetrievalFamily", "case_metrics", "case_value", "detail_share", "from_retrieval", "is_rate", "is_retrieval_metric", "metrics_fed_by",
+           "MetricName", "RetrievalFamily", "case_metrics", "case_value", "detail_share", "from_retrieval", "is_rate", "is_retrieval_metric", "metrics_fed_by", "producible",
            "judged_metric_names", "metric_bounds", "metrics_table_markdown", "needs_model", "parse_metric",
            "register", "registered", "retrieval_metric_names", "rule_check_names", "sigma_bounds",
            "summary_metric_names", "zero_tolerance_names"]

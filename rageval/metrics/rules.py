@@ -36,6 +36,10 @@ DEFAULT_REFUSAL_MARKERS: tuple[str, ...] = (
     "don't have any information", "do not have any information", "not in the documents",
     "not in the provided", "outside the scope", "out of scope", "cannot answer", "can't answer",
     "unable to answer", "not specified", "could not find", "couldn't find",
+    # specific on purpose: "the warranty does not cover water damage" answers the question
+    "documents do not cover", "documents don't cover", "document does not cover", "document doesn't cover",
+    "isn't covered in the documents", "is not covered in the documents",
+    "information is not available", "i can't help with that", "i cannot help with that",
 )
 
 def _phrase_pattern(phrase: str) -> re.Pattern[str]:

@@ -132,14 +132,16 @@ def needs_model(cfg: Config) -> bool:
 
 def prepare(cfg: Config, *, env: Mapping[str, str], subset: str | None = None, app_spec: str | None = None,
             client: LLMClient | None = None, judge: CaseJudge | None = None, corpus: Corpus | None = None,
-            golden: GoldenSet | None = None) -> Evaluation:
+            golden: GoldenSet | None = None, sections_checked: bool = False) -> Evaluation:
     """Load the golden set and corpus (unless ``golden`` / ``corpus`` are given: the whole set and
     corpus ``cfg`` names, already loaded), check them against each other, build the model client
     (only when a stage needs one), the judge and the App. ``env`` is the environment the model
     client and the user's app may see (the caller decides what it holds)."""
     golden = golden if golden is not None else load_golden(cfg.golden)
     corpus = corpus if corpus is not None else load_corpus(cfg.corpus, cfg.root)
-    golden.check_sections(corpus.ids())
+    if not sections_checked:
+        golden.check_sections(corpus.ids())
+        lifecycle.check_slice_gates(cfg, golden)
     chosen = golden.subset(subset)
     if client is None and needs_model(cfg):
         client = LLMClient(cfg.llm, env=env)
@@ -229,7 +231,9 @@ def build_result(ev: Evaluation, cases: list[CaseResult], timings: dict[str, flo
         golden=GoldenInfo(**golden, n_total=len(ev.golden.full.cases), cases=ev.snapshots[0]),
         corpus={"sections": ev.snapshots[1]},
         golden_checks=ev.golden_audit,
-        app={"name": getattr(ev.app, "name", type(ev.app).__name__), "deterministic": ev.deterministic},
+        app={"name": getattr(ev.app, "name", type(ev.app).__name__), "deterministic": ev.deterministic,
+             **({"chunks": len(ev.app.chunks), "language": ev.app.language} if isinstance(ev.app, BuiltinApp)
+                else {})},
         config=config,
         config_fingerprint=ev.cfg.fingerprint(),
         metric_names=tuple(names),

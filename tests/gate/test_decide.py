@@ -236,7 +236,7 @@ def test_a_golden_change_leaving_too_few_unchanged_cases_is_not_comparable_and_a
     before = before.replace(golden=replace(before.golden, version=2))
     after = after.replace(cases=tuple(c.replace(question=c.question + " (reworded)") if c.id in ("q02", "q04") else c
                                       for c in after.cases))
-    cfg = replace(SEED_GATE, max_drop={"hit@1": 0.01})
+    cfg = replace(SEED_GATE, max_drop={"hit@1": 0.01}, not_comparable="pass")
     verdict = verdict_on(before, after, cfg)
     assert verdict.comparable is False and verdict.state == "not_comparable" and verdict.verdict == "fail"
     assert messages(verdict, blocking=False)[0] == (
@@ -249,7 +249,8 @@ def test_a_golden_change_leaving_too_few_unchanged_cases_is_not_comparable_and_a
     golden = verdict.golden
     assert (golden.name, golden.baseline_version, golden.candidate_version, golden.compared_cases) == (
         "banhang-returns", 2, 3, 3)
-    blocked = verdict_on(before, after, replace(cfg, floors={}, zero_tolerance=(), not_comparable="fail"))
+    # what cannot be compared blocks unless the policy says pass (the default is fail)
+    blocked = verdict_on(before, after, replace(cfg, floors={}, zero_tolerance=(), not_comparable=GateConfig().not_comparable))
     assert blocked.verdict == "fail" and [r.rule for r in blocked.blocking_reasons] == ["not_comparable"]
 
 
@@ -367,7 +368,7 @@ def test_verdict_json_round_trip_with_exact_keys():
     data = json.loads(json.dumps(verdict.to_dict()))
     assert list(data) == ["verdict", "state", "comparable", "reasons", "pass_to_fail", "fail_to_pass", "flaky",
                           "rank_drops", "config_diff", "reran", "stats", "metrics", "by_slice", "cases_added",
-                          "cases_removed", "golden", "noise"]
+                          "cases_removed", "golden", "noise", "known_failures"]
     assert set(data["reasons"][0]) == {"rule", "metric", "case", "slice", "value", "threshold", "message", "blocking"}
     assert data["reasons"][1]["case"] == "q01" and data["reasons"][0]["metric"] == "mrr@5"
     assert Verdict.read(data).to_dict() == data

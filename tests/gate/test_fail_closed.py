@@ -182,21 +182,35 @@ def test_adding_a_golden_case_keeps_the_drop_checks_and_the_pass_to_fail_list(de
 
 # 6 ------------------------------------------------------------------------------------------
 
-def test_not_comparable_is_said_in_the_title_and_can_block(demo, run_cli, tmp_path, copy_demo):
+def test_not_comparable_is_said_in_the_title_and_blocks_unless_main_says_pass(demo, run_cli, tmp_path, copy_demo):
+    """A baseline of another project's golden set cannot be compared: it blocks, whatever the PR's
+    own config says; only main's policy (in the baseline) can let it pass."""
     data = json.loads(demo["baseline"].read_text(encoding="utf-8"))
-    data["golden"]["version"] = 3
-    for case in list(data["golden"]["cases"].values())[:100]:
-        case["question"] += " (v3 wording)"
-    old = tmp_path / "baseline-v3.json"
+    data["golden"]["name"] = "another-team-faq"
+    old = tmp_path / "baseline-other.json"
     old.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-    lenient = copy_demo(tmp_path / "banhang")
-    config = lenient / "rageval.yml"
-    code, stdout, _, verdict = gate(run_cli, {**demo, "baseline": old, "project": lenient}, config="rageval.yml",
+    project = copy_demo(tmp_path / "banhang")
+    config = project / "rageval.yml"
+    code, stdout, _, verdict = gate(run_cli, {**demo, "baseline": old, "project": project}, config="rageval.yml",
                                     out=tmp_path / "v.json")
-    assert (code, verdict["state"]) == (0, "not_comparable")
-    assert stdout.startswith("RAG eval gate: passed (not comparable) — only ")
-    text = config.read_text(encoding="utf-8").replace("gate:\n", "gate:\n  not_comparable: fail\n", 1)
-    config.write_text(text, encoding="utf-8")
-    code, stdout, _, verdict = gate(run_cli, {**demo, "baseline": old, "project": lenient}, config="rageval.yml",
+    assert (code, verdict["state"]) == (1, "not_comparable")
+    assert stdout.startswith("RAG eval gate: blocked (not comparable) — the baseline is another project's (golden "
+                             "set 'another-team-faq', not 'banhang-returns')")
+    assert verdict["reasons"][0]["message"] == (
+        "the baseline is another project's (golden set 'another-team-faq', not 'banhang-returns'): gate against a "
+        "baseline of 'banhang-returns' from this repository's main")
+    # the PR writing not_comparable: pass loosens main's policy: main's value applies, and that is said
+    config.write_text(config.read_text(encoding="utf-8").replace("gate:\n", "gate:\n  not_comparable: pass\n", 1),
+                      encoding="utf-8")
+    code, stdout, _, verdict = gate(run_cli, {**demo, "baseline": old, "project": project}, config="rageval.yml",
                                     out=tmp_path / "v2.json")
-    assert code == 1 and stdout.startswith("RAG eval gate: blocked (not comparable) — only ")
+    assert code == 1 and verdict["policy"]["loosened"] == [
+        {"key": "gate.not_comparable", "main": "fail", "pr": "pass"}]
+    assert "this PR loosens the gate: gate.not_comparable; main's values apply until it is merged" in stdout
+    # main itself saying pass (its baseline records it) lets a not-comparable run pass, said in the title
+    data["config"]["gate"]["not_comparable"] = "pass"
+    old.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    code, stdout, _, verdict = gate(run_cli, {**demo, "baseline": old, "project": project}, config="rageval.yml",
+                                    out=tmp_path / "v3.json")
+    assert (code, verdict["state"]) == (0, "not_comparable")
+    assert stdout.startswith("RAG eval gate: passed (not comparable) — the baseline is another project's")

@@ -136,7 +136,8 @@ def test_not_comparable_report_matches_golden_file():
     before = old.replace(cases=tuple(c.replace(question=c.question + " (v2)") if c.id in ("q02", "q04") else c
                                      for c in old.cases))
     after = chunk200()
-    verdict = verdict_on(before, after, GateConfig(floors={"hit@3": 0.95, "mrr@5": 0.85}, max_drop={"mrr@5": 0.0}))
+    verdict = verdict_on(before, after, GateConfig(floors={"hit@3": 0.95, "mrr@5": 0.85}, max_drop={"mrr@5": 0.0},
+                                                   not_comparable="pass"))
     text = render_markdown(verdict, before, after, ReportConfig())
     assert text.splitlines()[0] == (
         "### ⚠️ RAG eval gate: passed (not comparable) — only 3 of the PR's 5 cases are unchanged since the baseline "

@@ -24,6 +24,7 @@ from rageval.pipeline.generation import (
 from rageval.pipeline.index import VectorIndex
 from rageval.pipeline.lexical import RRF_DEPTH, BM25Index, fuse
 from rageval.settings import Config
+from rageval.text import detect_language
 
 
 class Retriever:
@@ -64,7 +65,8 @@ class BuiltinApp:
         self.cfg = cfg
         self.chunks: list[Chunk] = chunk_corpus(corpus, cfg.chunking.size, cfg.chunking.overlap)
         self.retriever = Retriever(cfg, self.chunks, client)
-        self.generator: Generator | None = make_generator(cfg, client)
+        self.language = cfg.language if cfg.language != "auto" else detect_language(s.text for s in corpus.sections)
+        self.generator: Generator | None = make_generator(cfg, client, self.language)
         self.deterministic = bool(self.retriever.deterministic and (self.generator is None or self.generator.deterministic))
         self.name = f"builtin:{self.retriever.name}+{self.generator.name if self.generator else 'none'}"
         # Retrieve deep enough that every token budget can be filled, not only top_k.
@@ -98,12 +100,12 @@ class BuiltinApp:
                      gen.error, context_k=self.cfg.retrieval.top_k)
 
 
-def make_generator(cfg: Config, client: Any) -> Generator | None:
+def make_generator(cfg: Config, client: Any, language: str = "vi") -> Generator | None:
     g = cfg.generation
     if g.provider == "none":
         return None
     if g.provider == "extractive":
-        return ExtractiveGenerator(g.max_sentences)
+        return ExtractiveGenerator(g.max_sentences, language=language)
     if client is None:
         raise ConfigError(f"{cfg.path}: generation.provider is openai but no model client could be built; "
                           "check the llm: section.")
