@@ -33,7 +33,7 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -65,6 +65,13 @@ from rageval.github.inputs import (
     parse_inputs,
     read_event,
     resolve_mode,
+)
+from rageval.github.sandbox import (
+    app_env,
+    drop_secrets_and_reexec,
+    isolation,
+    keep_to_ourselves,
+    recover_secrets,
 )
 from rageval.github.status import StatusReporter, status_reporter
 from rageval.github.workflow import Console, Progress, append_text, write_output
@@ -112,6 +119,7 @@ class _Context:
     comment_enabled: bool = False
     comment_key: str = ""
     comment_logins: tuple[str, ...] = ()    # our own login, once a comment we posted tells it
+    app_home: str | None = None             # the home folder of the app's own user (Docker mode)
 
     @property
     def repository(self) -> tuple[str, str]:
@@ -148,16 +156,9 @@ class _Context:
         if self.status is not None:
             self.status.set(state, description)
 
-
-#: what the evaluated app and the model client never see: the action's inputs (the token among
-#: them), the job's token and the runner's own service credentials (artifacts, cache, OIDC).
-HIDDEN_FROM_APP = ("GITHUB_TOKEN", "ACTIONS_RUNTIME_TOKEN", "ACTIONS_RUNTIME_URL", "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
-                   "ACTIONS_ID_TOKEN_REQUEST_URL", "ACTIONS_RESULTS_URL", "ACTIONS_CACHE_URL")
-
-
-def app_env(env: Mapping[str, str]) -> dict[str, str]:
-    """The environment the evaluated app and the model client see (see HIDDEN_FROM_APP)."""
-    return {k: v for k, v in env.items() if not k.startswith("INPUT_") and k not in HIDDEN_FROM_APP}
+    def app_env(self) -> dict[str, str]:
+        """What the evaluated app and the model client see (`rageval.github.sandbox.app_env`)."""
+        return app_env(self.env, home=self.app_home)
 
 
 def redact_json(value: Any, redact: Callable[[str], str]) -> Any:
@@ -301,12 +302,15 @@ def _run_gate(ctx: _Context) -> int:
     cfg = _load(ctx)
     golden = load_golden(cfg.golden)
     subset = _subset(ctx, golden)
-    ev = prepare(cfg, subset=subset, env=app_env(ctx.env), golden=golden)
+    ev = prepare(cfg, subset=subset, env=ctx.app_env(), golden=golden)
     ctx.comment_key = comment_key(ctx.inputs.config)
     ctx.comment_enabled = ctx.inputs.comment and ctx.event.pr_number is not None
     _comment(ctx, _running_body(ctx, cfg, len(ev.golden.cases), subset))
     try:
-        outcome = _decide(ctx, cfg, ev, subset)
+        try:
+            outcome = _decide(ctx, cfg, ev, subset)
+        finally:
+            _close_app(ev)
     except Exception as exc:
         if isinstance(exc, RagevalError):
             message, code = exc.message, exc.exit_code
@@ -329,13 +333,23 @@ def _run_gate(ctx: _Context) -> int:
     return EXIT_OK
 
 
+def _close_app(ev: Evaluation) -> None:
+    """Stop the app's processes (a command app), so all they wrote is in the log before the verdict."""
+    close = getattr(ev.app, "close", None)
+    if callable(close):
+        close()
+
+
 def _run_baseline(ctx: _Context) -> int:
     """baseline: run every case ``repeats`` times and write the RunResult for upload."""
     cfg = _load(ctx)
     subset = None if ctx.inputs.subset in (None, ALL_CASES) else ctx.inputs.subset
-    ev = prepare(cfg, subset=subset, env=app_env(ctx.env))
+    ev = prepare(cfg, subset=subset, env=ctx.app_env())
     with ctx.console.group(f"rageval baseline: {len(ev.golden.cases)} cases × {ctx.inputs.repeats} repeats"):
-        result = flow.run_repeats(ev, ctx.inputs.repeats, progress=Progress(ctx.console, "rageval baseline"))
+        try:
+            result = flow.run_repeats(ev, ctx.inputs.repeats, progress=Progress(ctx.console, "rageval baseline"))
+        finally:
+            _close_app(ev)
     table, noise_line = report.render_run_table(result), report.render_noise(result)
     ctx.console.log(table)
     ctx.console.log(noise_line)
@@ -398,7 +412,8 @@ def main(env: Mapping[str, str], *, stdout: TextIO | None = None, stderr: TextIO
     started = time.monotonic()
     try:
         ctx = _start(env, console, now, client, status)
-        code = _run_baseline(ctx) if ctx.mode == "baseline" else _run_gate(ctx)
+        with isolation(env, console) as ctx.app_home:
+            code = _run_baseline(ctx) if ctx.mode == "baseline" else _run_gate(ctx)
         console.log(f"done in {time.monotonic() - started:.1f} s, exit code {code}")
         return code
     except RagevalError as exc:
@@ -414,6 +429,22 @@ def main(env: Mapping[str, str], *, stdout: TextIO | None = None, stderr: TextIO
         console.error("Internal error in rageval (a bug); the traceback is in the log above. Please report it.")
         _status_error(status, EXIT_INTERNAL, "internal error (a bug); see the job log")
         return EXIT_INTERNAL
+
+
+def entry(environ: Mapping[str, str], argv: Sequence[str], executable: str) -> int:
+    """What entrypoint.py runs: re-start without the token in the process environment (see
+    `rageval.github.sandbox`), read it back from the pipe, then `main`."""
+    try:
+        drop_secrets_and_reexec(environ, argv, executable)   # returns only when there is nothing to drop
+        env = recover_secrets(environ)
+        keep_to_ourselves()
+    except ActionInputError as exc:
+        Console(sys.stdout, []).error(exc.message)
+        return exc.exit_code
+    except (OSError, RuntimeError) as exc:
+        Console(sys.stdout, []).error(f"rag-eval-gate could not start: {exc} (a bug; please report it)")
+        return EXIT_INTERNAL
+    return main(env)
 
 
 def _status_error(status: StatusReporter | None, code: int, message: str) -> None:
