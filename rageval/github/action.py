@@ -54,7 +54,7 @@ from rageval.files import to_json, write_text
 from rageval.gate import report
 from rageval.github.baseline import fetch_baseline
 from rageval.github.client import GitHubClient
-from rageval.github.comment import MAX_COMMENT_CHARS, comment_marker, upsert_comment
+from rageval.github.comment import ACTIONS_BOT, MAX_COMMENT_CHARS, comment_marker, upsert_comment
 from rageval.github.inputs import (
     ALL_CASES,
     DEFAULT_GATE_SUBSET,
@@ -118,7 +118,7 @@ class _Context:
     status: StatusReporter | None = None
     comment_enabled: bool = False
     comment_key: str = ""
-    comment_logins: tuple[str, ...] = ()    # our own login, once a comment we posted tells it
+    comment_login: str = ACTIONS_BOT        # the author of our comments: the login our own POST returned
     app_home: str | None = None             # the home folder of the app's own user (Docker mode)
 
     @property
@@ -240,10 +240,10 @@ def _comment(ctx: _Context, body: str) -> None:
     owner, repo = ctx.repository
     try:
         posted = upsert_comment(ctx.client("the PR comment"), owner, repo, ctx.event.pr_number, ctx.comment_key,
-                                body, logins=ctx.comment_logins)
+                                body, logins=(ctx.comment_login,))
         login = (posted.get("user") or {}).get("login") if isinstance(posted, dict) else None
-        if isinstance(login, str) and login not in ctx.comment_logins:
-            ctx.comment_logins += (login,)
+        if isinstance(login, str) and login:
+            ctx.comment_login = login
     except GithubError as exc:
         ctx.comment_enabled = False
         status = getattr(exc, "status", None)

@@ -210,3 +210,51 @@ def test_the_no_baseline_notice_names_the_missing_job_and_links_the_docs(ws, tmp
     assert "`mode: baseline`" in notice and "`actions/upload-artifact` with `name: rageval-baseline`" in notice
     assert "on a push to main" in notice
     assert "https://github.example/org/rag-eval-gate/blob/v1/docs/action.md" in notice
+
+
+def _two_runs(ws, tmp_path, gh) -> list:
+    runs = []
+    for n in (1, 2):
+        env = make_env(ws, tmp_path, gh, "pull_request", pr_payload(), "refs/pull/7/merge",
+                       config=CFG_LENIENT, results_path=f"out/apps{n}.json")
+        runs.append(run_action(env))
+        assert runs[-1].code == 0
+    return runs
+
+
+def test_another_apps_marker_comment_is_never_edited(ws, tmp_path, gh):
+    """Another GitHub App (a Bot too) whose comment starts with our marker: left as it is; ours is
+    created once and updated by the second run."""
+    marker = comment_marker(CFG_LENIENT)
+    theirs = gh.add_comment(7, f"{marker}\nanother App's comment", login="other-app[bot]")
+    assert theirs["user"]["type"] == "Bot"
+    _two_runs(ws, tmp_path, gh)
+    assert theirs["body"] == f"{marker}\nanother App's comment"
+    (created,) = gh.find("issues/create-comment")
+    ours = [c for c in marker_comments(gh, CFG_LENIENT) if c["user"]["login"] == "github-actions[bot]"]
+    assert len(ours) == 1 and ours[0]["body"] == f"{marker}\n" + (ws / "out/apps2.md").read_text(encoding="utf-8")
+    assert {r.path.rsplit("/", 1)[-1] for r in gh.find("issues/update-comment")} == {str(ours[0]["id"])}
+
+
+def test_ours_is_updated_even_when_another_apps_is_newer(ws, tmp_path, gh):
+    marker = comment_marker(CFG_LENIENT)
+    ours = gh.add_comment(7, f"{marker}\nour older report")
+    theirs = gh.add_comment(7, f"{marker}\na newer comment of another App", login="other-app[bot]")
+    _two_runs(ws, tmp_path, gh)
+    assert gh.find("issues/create-comment") == []
+    assert ours["body"] == f"{marker}\n" + (ws / "out/apps2.md").read_text(encoding="utf-8")
+    assert theirs["body"] == f"{marker}\na newer comment of another App"
+
+
+def test_a_refused_edit_posts_a_new_comment_not_a_fork_warning(ws, tmp_path, gh):
+    marker = comment_marker(CFG_LENIENT)
+    old = gh.add_comment(7, f"{marker}\na comment we may no longer edit")
+    gh.fail("issues/update-comment", 403, message="Resource not accessible by integration")
+    env = make_env(ws, tmp_path, gh, "pull_request", pr_payload(), "refs/pull/7/merge",
+                   config=CFG_LENIENT, results_path="out/refused.json")
+    run = run_action(env)
+    assert run.code == 0 and run.runner.named("warning") == []
+    assert old["body"] == f"{marker}\na comment we may no longer edit"
+    (created,) = gh.find("issues/create-comment")
+    new = [c for c in marker_comments(gh, CFG_LENIENT) if c["id"] != old["id"]]
+    assert len(new) == 1 and new[0]["body"] == f"{marker}\n" + run.file("out/refused.md")
