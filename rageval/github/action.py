@@ -207,7 +207,8 @@ def _baseline(ctx: _Context, cfg: Config) -> RunResult | None:
     branch = ctx.inputs.baseline_branch or ctx.event.base_ref or ctx.event.default_branch or _default_branch(ctx)
     name = ctx.inputs.baseline_artifact
     with ctx.console.group(f"Fetching baseline artifact '{name}' from branch '{branch}'"):
-        found = fetch_baseline(ctx.client("fetching the baseline artifact"), owner, repo, name, branch, now=ctx.now)
+        found = fetch_baseline(ctx.client("fetching the baseline artifact"), owner, repo, name, branch, now=ctx.now,
+                               on_notice=ctx.console.notice)
         if found is None:
             ctx.console.notice(MSG_NO_BASELINE.format(name=name, branch=branch, repo=f"{owner}/{repo}",
                                                       policy=cfg.gate.missing_baseline, docs=ctx.docs_url()))

@@ -258,3 +258,19 @@ def test_a_refused_edit_posts_a_new_comment_not_a_fork_warning(ws, tmp_path, gh)
     (created,) = gh.find("issues/create-comment")
     new = [c for c in marker_comments(gh, CFG_LENIENT) if c["id"] != old["id"]]
     assert len(new) == 1 and new[0]["body"] == f"{marker}\n" + run.file("out/refused.md")
+
+
+def test_thousands_of_unusable_artifacts_are_a_notice_not_exit_2(ws, tmp_path):
+    """Past the page cap (5,000 artifacts of the name; here 50 pages of one) the gate goes on
+    without a baseline, as gate.missing_baseline says, with a notice naming the cap."""
+    with FakeGitHub(token=TOKEN, max_page_size=1) as crowded:
+        for _ in range(51):
+            crowded.add_artifact(ARTIFACT, zip_bytes=b"", branch="feature")
+        env = make_env(ws, tmp_path, crowded, "pull_request", pr_payload(), "refs/pull/7/merge",
+                       config=CFG_LENIENT, results_path="out/crowded.json", comment="false")
+        run = run_action(env)
+        assert len(crowded.find("actions/list-artifacts-for-repo")) == 50
+    assert run.code == 0 and run.outputs["verdict"] == "pass"
+    notices = [n.data for n in run.runner.named("notice")]
+    assert any(n.startswith("Stopped looking for a baseline after the newest 50 pages") for n in notices)
+    assert any("No baseline artifact" in n for n in notices)
