@@ -76,7 +76,7 @@ from rageval.github.sandbox import (
 from rageval.github.status import StatusReporter, status_reporter
 from rageval.github.workflow import Console, Progress, append_text, write_output
 from rageval.golden.set import GoldenSet, load_golden
-from rageval.pipeline.runner import Evaluation, prepare
+from rageval.pipeline.runner import Evaluation, needs_model, prepare
 from rageval.results import RunResult, load_result
 
 MSG_NO_CONFIG = ("Config file {path} not found (input 'config' is {value!r}, resolved against the workspace "
@@ -101,6 +101,19 @@ MSG_COMMENT_FAILED = "Could not post the PR comment: {error} The report is in th
 RUNNING_BODY = ("### ⏳ {title}: evaluation running…\n\n"
                 "Running {n} golden case{s}{subset} with `{config}`{baseline}. This comment is replaced with the "
                 "report when the run ends{link}.\n")
+SKIPPED_BODY = ("### ✅ rag-eval-gate: no RAG-relevant change\n\n"
+                "Nothing this gate evaluates changed in this pull request (the workflow passed `skip: true`), "
+                "so no evaluation ran and the check passes{link}.\n")
+MSG_SKIPPED = "Input 'skip' is true: no RAG-relevant change, so nothing was evaluated and the check passes."
+FORK_NOTE = ("> ℹ️ This pull request comes from a fork: GitHub gives its runs no secrets and a read-only token, "
+             "so this report is in the job summary only. Stages that call a model need a maintainer's run "
+             "(see {docs}).\n\n")
+MSG_FORK_NO_KEY = ("This pull request comes from a fork, and GitHub gives a fork's runs no secrets: {config} calls a "
+                   "model ({stages}) with the key in ${key}, which is empty here.")
+TIP_FORK_NO_KEY = ("On fork pull requests, gate with a config without model stages (builtin or replay app, local "
+                   "embedder, no judge), e.g. `config: ${{{{ github.event.pull_request.head.repo.fork && "
+                   "'rageval-offline.yml' || 'rageval.yml' }}}}`, and let a maintainer run the full gate; see "
+                   "{docs}, 'Pull requests from forks'.")
 ERROR_BODY = ("### ⚠️ {title}: the evaluation did not finish\n\n```\n{message}\n```\n\n"
               "Exit code {code}; see the job log{link}.\n")
 
@@ -179,6 +192,13 @@ def _load(ctx: _Context) -> Config:
     key_value = ctx.env.get(cfg.llm.api_key_env)
     if key_value:
         ctx.console.add_secret(key_value)
+    elif ctx.event.fork and needs_model(cfg):
+        stages = [name for name, on in (("generation", cfg.generation.provider == "openai"),
+                                        ("embedding", cfg.embedding.provider == "openai"),
+                                        ("judge", cfg.judge.model is not None)) if on]
+        raise ActionInputError(MSG_FORK_NO_KEY.format(config=ctx.inputs.config, stages=", ".join(stages),
+                                                      key=cfg.llm.api_key_env),
+                               tip=TIP_FORK_NO_KEY.format(docs=ctx.docs_url()))
     return cfg
 
 
@@ -230,8 +250,9 @@ def _default_branch(ctx: _Context) -> str:
     return branch
 
 
-def _comment(ctx: _Context, body: str) -> None:
-    """Create or update the sticky comment; a refusal becomes a warning and stops commenting."""
+def _comment(ctx: _Context, body: str, *, create: bool = True) -> None:
+    """Create or update the sticky comment (``create=False``: update only); a refusal becomes a
+    warning and stops commenting."""
     if not ctx.comment_enabled or ctx.event.pr_number is None:
         return
     body = ctx.console.redact(body)
@@ -241,7 +262,7 @@ def _comment(ctx: _Context, body: str) -> None:
     owner, repo = ctx.repository
     try:
         posted = upsert_comment(ctx.client("the PR comment"), owner, repo, ctx.event.pr_number, ctx.comment_key,
-                                body, logins=(ctx.comment_login,))
+                                body, logins=(ctx.comment_login,), create=create)
         login = (posted.get("user") or {}).get("login") if isinstance(posted, dict) else None
         if isinstance(login, str) and login:
             ctx.comment_login = login
@@ -324,13 +345,33 @@ def _run_gate(ctx: _Context) -> int:
     ctx.console.log(outcome.line)
     for reason in verdict.reasons:
         ctx.console.log(f"  {'BLOCK' if reason.blocking else 'note '} {reason.message}")
-    _finish(ctx, verdict=verdict.verdict, markdown=outcome.markdown, result=outcome.candidate,
+    markdown = (FORK_NOTE.format(docs=ctx.docs_url()) if ctx.event.fork else "") + outcome.markdown
+    _finish(ctx, verdict=verdict.verdict, markdown=markdown, result=outcome.candidate,
             pass_to_fail=list(verdict.pass_to_fail))
-    _comment(ctx, outcome.markdown)
+    _comment(ctx, markdown)
     ctx.set_status("failure" if verdict.blocked else "success", outcome.line)
     if verdict.blocked:
         ctx.console.error(outcome.line)
         return EXIT_BLOCKED
+    return EXIT_OK
+
+
+def _run_skipped(ctx: _Context) -> int:
+    """Input ``skip: true`` (the workflow found no RAG-relevant change): nothing is evaluated; the
+    check passes (status success, verdict ``skipped``), and a sticky comment left by an earlier run
+    of this pull request says so (none is created)."""
+    ctx.console.notice(MSG_SKIPPED)
+    body = SKIPPED_BODY.format(link=ctx.link())
+    summary, outputs = ctx.env.get("GITHUB_STEP_SUMMARY"), ctx.env.get("GITHUB_OUTPUT")
+    if summary:
+        append_text(summary, body)
+    if outputs:
+        for name, value in (("verdict", "skipped"), ("results", ""), ("report", ""), ("pass-to-fail", "")):
+            write_output(outputs, name, value)
+    ctx.comment_key = comment_key(ctx.inputs.config)
+    ctx.comment_enabled = ctx.inputs.comment and ctx.event.pr_number is not None
+    _comment(ctx, body, create=False)
+    ctx.set_status("success", "rag-eval-gate: no RAG-relevant change")
     return EXIT_OK
 
 
@@ -413,6 +454,8 @@ def main(env: Mapping[str, str], *, stdout: TextIO | None = None, stderr: TextIO
     started = time.monotonic()
     try:
         ctx = _start(env, console, now, client, status)
+        if ctx.inputs.skip:
+            return _run_skipped(ctx)
         with isolation(env, console) as ctx.app_home:
             code = _run_baseline(ctx) if ctx.mode == "baseline" else _run_gate(ctx)
         console.log(f"done in {time.monotonic() - started:.1f} s, exit code {code}")

@@ -33,8 +33,8 @@ def is_ours(comment: dict, logins: tuple[str, ...] = (ACTIONS_BOT,)) -> bool:
 
 def upsert_comment(
     client: GitHubClient, owner: str, repo: str, number: int, key: str, body: str,
-    *, logins: tuple[str, ...] = (ACTIONS_BOT,),
-) -> dict:
+    *, logins: tuple[str, ...] = (ACTIONS_BOT,), create: bool = True,
+) -> dict | None:
     """Create or update the one PR/issue comment that carries the marker for ``key``.
 
     The posted body is the marker on its own line followed by ``body``. Our comment is one whose
@@ -44,7 +44,8 @@ def upsert_comment(
     is refused (403 or 404: the comment was deleted, locked, or is not ours to edit after all), a
     new comment is created instead. Raises ValueError when the body with the marker exceeds
     MAX_COMMENT_CHARS — fitting the report is the report module's job — and GithubError on API
-    failures (a 403 on creating means the token is read-only, e.g. a fork PR).
+    failures (a 403 on creating means the token is read-only, e.g. a fork PR). With
+    ``create=False`` only an existing comment is updated: None when there is none.
     """
     marker = comment_marker(key)
     full = f"{marker}\n{body}"
@@ -60,7 +61,7 @@ def upsert_comment(
         and is_ours(c, logins)
     ]
     if not ours:
-        return client.create_issue_comment(owner, repo, number, full)
+        return client.create_issue_comment(owner, repo, number, full) if create else None
 
     def newest(c: dict) -> tuple[float, int]:
         created = parse_time(c.get("created_at"))

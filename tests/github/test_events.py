@@ -274,3 +274,69 @@ def test_thousands_of_unusable_artifacts_are_a_notice_not_exit_2(ws, tmp_path):
     notices = [n.data for n in run.runner.named("notice")]
     assert any(n.startswith("Stopped looking for a baseline after the newest 50 pages") for n in notices)
     assert any("No baseline artifact" in n for n in notices)
+
+
+# ---------------------------------------------------------------------- skip: no RAG-relevant change
+
+
+def test_skip_passes_without_evaluating_and_updates_only_an_existing_comment(ws, tmp_path, gh):
+    env = make_env(ws, tmp_path, gh, "pull_request", pr_payload(), "refs/pull/7/merge",
+                   config=CFG_LENIENT, skip="true", status_context="rag-eval")
+    run = run_action(env)
+    assert run.code == 0
+    assert run.outputs == {"verdict": "skipped", "results": "", "report": "", "pass-to-fail": ""}
+    assert states(gh, HEAD_SHA) == ["pending", "success"]
+    assert gh.statuses[HEAD_SHA][-1]["description"] == "rag-eval-gate: no RAG-relevant change"
+    assert "no RAG-relevant change" in run.summary
+    assert gh.find("actions/list-artifacts-for-repo") == [] and gh.find("issues/create-comment") == []
+    assert not (ws / "rageval-results.json").exists()
+
+    marker = comment_marker(CFG_LENIENT)
+    earlier = gh.add_comment(7, f"{marker}\n### ❌ blocked (an earlier push of this PR)")
+    run = run_action(make_env(ws, tmp_path, gh, "pull_request", pr_payload(), "refs/pull/7/merge",
+                              config=CFG_LENIENT, skip="true"))
+    assert run.code == 0 and gh.find("issues/create-comment") == []
+    assert earlier["body"].startswith(f"{marker}\n### ✅ rag-eval-gate: no RAG-relevant change")
+
+
+def test_skip_must_be_true_or_false(ws, tmp_path):
+    run = run_action(make_env(ws, tmp_path, None, "pull_request", pr_payload(), "refs/pull/7/merge", skip="yes"))
+    assert run.code == 2
+    assert "Input 'skip' is 'yes'; it must be true or false" in run.runner.named("error")[0].data
+
+
+# ---------------------------------------------------------------------- pull requests from forks
+
+
+def fork_payload() -> dict:
+    payload = pr_payload()
+    payload["pull_request"]["head"]["repo"] = {"full_name": "mallory/shop", "fork": True}
+    payload["pull_request"]["base"]["repo"] = {"full_name": "acme/shop", "fork": False}
+    return payload
+
+
+def test_a_fork_pr_with_a_model_config_says_what_to_do(ws, tmp_path, gh):
+    env = make_env(ws, tmp_path, gh, "pull_request", fork_payload(), "refs/pull/7/merge",
+                   config="examples/banhang/rageval-openai.yml", status_context="rag-eval")
+    env["GITHUB_ACTION_REPOSITORY"], env["GITHUB_ACTION_REF"] = "org/rag-eval-gate", "v1"
+    run = run_action(env)
+    assert run.code == 2
+    (error,) = run.runner.named("error")
+    assert error.data.startswith("This pull request comes from a fork, and GitHub gives a fork's runs no secrets: "
+                                 "examples/banhang/rageval-openai.yml calls a model (")
+    assert "$OPENAI_API_KEY, which is empty here" in error.data
+    assert "github.event.pull_request.head.repo.fork && 'rageval-offline.yml' || 'rageval.yml'" in error.data
+    assert "https://github.example/org/rag-eval-gate/blob/v1/docs/action.md" in error.data
+    assert states(gh, HEAD_SHA) == ["pending", "error"]
+
+
+def test_a_fork_pr_with_an_offline_config_is_gated_with_a_notice_in_the_report(ws, tmp_path, gh):
+    gh.fail("issues/create-comment", 403, message="Resource not accessible by integration", times=5)
+    env = make_env(ws, tmp_path, gh, "pull_request", fork_payload(), "refs/pull/7/merge",
+                   config=CFG_LENIENT, results_path="out/fork.json")
+    run = run_action(env)
+    assert run.code == 0 and run.outputs["verdict"] == "pass"
+    assert run.summary.startswith("> ℹ️ This pull request comes from a fork")
+    assert run.file("out/fork.md") == run.summary
+    (warning,) = run.runner.named("warning")
+    assert "Could not post the PR comment (HTTP 403)" in warning.data
