@@ -33,7 +33,7 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -54,7 +54,7 @@ from rageval.files import to_json, write_text
 from rageval.gate import terminal
 from rageval.github.baseline import fetch_baseline
 from rageval.github.client import GitHubClient
-from rageval.github.comment import MAX_COMMENT_CHARS, comment_marker, upsert_comment
+from rageval.github.comment import ACTIONS_BOT, MAX_COMMENT_CHARS, comment_marker, upsert_comment
 from rageval.github.inputs import (
     ALL_CASES,
     DEFAULT_GATE_SUBSET,
@@ -66,10 +66,17 @@ from rageval.github.inputs import (
     read_event,
     resolve_mode,
 )
+from rageval.github.sandbox import (
+    app_env,
+    drop_secrets_and_reexec,
+    isolation,
+    keep_to_ourselves,
+    recover_secrets,
+)
 from rageval.github.status import StatusReporter, status_reporter
 from rageval.github.workflow import Console, Progress, append_text, write_output
 from rageval.golden.set import GoldenSet, load_golden
-from rageval.pipeline.runner import Evaluation, prepare
+from rageval.pipeline.runner import Evaluation, needs_model, prepare
 from rageval.results import RunResult, load_result
 from rageval.settings import Config
 
@@ -95,6 +102,19 @@ MSG_COMMENT_FAILED = "Could not post the PR comment: {error} The report is in th
 RUNNING_BODY = ("### ⏳ {title}: evaluation running…\n\n"
                 "Running {n} golden case{s}{subset} with `{config}`{baseline}. This comment is replaced with the "
                 "report when the run ends{link}.\n")
+SKIPPED_BODY = ("### ✅ rag-eval-gate: no RAG-relevant change\n\n"
+                "Nothing this gate evaluates changed in this pull request (the workflow passed `skip: true`), "
+                "so no evaluation ran and the check passes{link}.\n")
+MSG_SKIPPED = "Input 'skip' is true: no RAG-relevant change, so nothing was evaluated and the check passes."
+FORK_NOTE = ("> ℹ️ This pull request comes from a fork: GitHub gives its runs no secrets and a read-only token, "
+             "so this report is in the job summary only. Stages that call a model need a maintainer's run "
+             "(see {docs}).\n\n")
+MSG_FORK_NO_KEY = ("This pull request comes from a fork, and GitHub gives a fork's runs no secrets: {config} calls a "
+                   "model ({stages}) with the key in ${key}, which is empty here.")
+TIP_FORK_NO_KEY = ("On fork pull requests, gate with a config without model stages (builtin or replay app, local "
+                   "embedder, no judge), e.g. `config: ${{{{ github.event.pull_request.head.repo.fork && "
+                   "'rageval-offline.yml' || 'rageval.yml' }}}}`, and let a maintainer run the full gate; see "
+                   "{docs}, 'Pull requests from forks'.")
 ERROR_BODY = ("### ⚠️ {title}: the evaluation did not finish\n\n```\n{message}\n```\n\n"
               "Exit code {code}; see the job log{link}.\n")
 
@@ -112,7 +132,8 @@ class _Context:
     status: StatusReporter | None = None
     comment_enabled: bool = False
     comment_key: str = ""
-    comment_logins: tuple[str, ...] = ()    # our own login, once a comment we posted tells it
+    comment_login: str = ACTIONS_BOT        # the author of our comments: the login our own POST returned
+    app_home: str | None = None             # the home folder of the app's own user (Docker mode)
 
     @property
     def repository(self) -> tuple[str, str]:
@@ -149,16 +170,9 @@ class _Context:
         if self.status is not None:
             self.status.set(state, description)
 
-
-#: what the evaluated app and the model client never see: the action's inputs (the token among
-#: them), the job's token and the runner's own service credentials (artifacts, cache, OIDC).
-HIDDEN_FROM_APP = ("GITHUB_TOKEN", "ACTIONS_RUNTIME_TOKEN", "ACTIONS_RUNTIME_URL", "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
-                   "ACTIONS_ID_TOKEN_REQUEST_URL", "ACTIONS_RESULTS_URL", "ACTIONS_CACHE_URL")
-
-
-def app_env(env: Mapping[str, str]) -> dict[str, str]:
-    """The environment the evaluated app and the model client see (see HIDDEN_FROM_APP)."""
-    return {k: v for k, v in env.items() if not k.startswith("INPUT_") and k not in HIDDEN_FROM_APP}
+    def app_env(self) -> dict[str, str]:
+        """What the evaluated app and the model client see (`rageval.github.sandbox.app_env`)."""
+        return app_env(self.env, home=self.app_home)
 
 
 def redact_json(value: Any, redact: Callable[[str], str]) -> Any:
@@ -179,6 +193,13 @@ def _load(ctx: _Context) -> Config:
     key_value = ctx.env.get(cfg.llm.api_key_env)
     if key_value:
         ctx.console.add_secret(key_value)
+    elif ctx.event.fork and needs_model(cfg):
+        stages = [name for name, on in (("generation", cfg.generation.provider == "openai"),
+                                        ("embedding", cfg.embedding.provider == "openai"),
+                                        ("judge", cfg.judge.model is not None)) if on]
+        raise ActionInputError(MSG_FORK_NO_KEY.format(config=ctx.inputs.config, stages=", ".join(stages),
+                                                      key=cfg.llm.api_key_env),
+                               tip=TIP_FORK_NO_KEY.format(docs=ctx.docs_url()))
     return cfg
 
 
@@ -207,7 +228,8 @@ def _baseline(ctx: _Context, cfg: Config) -> RunResult | None:
     branch = ctx.inputs.baseline_branch or ctx.event.base_ref or ctx.event.default_branch or _default_branch(ctx)
     name = ctx.inputs.baseline_artifact
     with ctx.console.group(f"Fetching baseline artifact '{name}' from branch '{branch}'"):
-        found = fetch_baseline(ctx.client("fetching the baseline artifact"), owner, repo, name, branch, now=ctx.now)
+        found = fetch_baseline(ctx.client("fetching the baseline artifact"), owner, repo, name, branch, now=ctx.now,
+                               on_notice=ctx.console.notice)
         if found is None:
             ctx.console.notice(MSG_NO_BASELINE.format(name=name, branch=branch, repo=f"{owner}/{repo}",
                                                       policy=cfg.gate.missing_baseline, docs=ctx.docs_url()))
@@ -229,8 +251,9 @@ def _default_branch(ctx: _Context) -> str:
     return branch
 
 
-def _comment(ctx: _Context, body: str) -> None:
-    """Create or update the sticky comment; a refusal becomes a warning and stops commenting."""
+def _comment(ctx: _Context, body: str, *, create: bool = True) -> None:
+    """Create or update the sticky comment (``create=False``: update only); a refusal becomes a
+    warning and stops commenting."""
     if not ctx.comment_enabled or ctx.event.pr_number is None:
         return
     body = ctx.console.redact(body)
@@ -240,10 +263,10 @@ def _comment(ctx: _Context, body: str) -> None:
     owner, repo = ctx.repository
     try:
         posted = upsert_comment(ctx.client("the PR comment"), owner, repo, ctx.event.pr_number, ctx.comment_key,
-                                body, logins=ctx.comment_logins)
+                                body, logins=(ctx.comment_login,), create=create)
         login = (posted.get("user") or {}).get("login") if isinstance(posted, dict) else None
-        if isinstance(login, str) and login not in ctx.comment_logins:
-            ctx.comment_logins += (login,)
+        if isinstance(login, str) and login:
+            ctx.comment_login = login
     except GithubError as exc:
         ctx.comment_enabled = False
         status = getattr(exc, "status", None)
@@ -303,12 +326,15 @@ def _run_gate(ctx: _Context) -> int:
     cfg = _load(ctx)
     golden = load_golden(cfg.golden)
     subset = _subset(ctx, golden)
-    ev = prepare(cfg, subset=subset, env=app_env(ctx.env), golden=golden)
+    ev = prepare(cfg, subset=subset, env=ctx.app_env(), golden=golden)
     ctx.comment_key = comment_key(ctx.inputs.config)
     ctx.comment_enabled = ctx.inputs.comment and ctx.event.pr_number is not None
     _comment(ctx, _running_body(ctx, cfg, len(ev.golden.cases), subset))
     try:
-        outcome = _decide(ctx, cfg, ev, subset)
+        try:
+            outcome = _decide(ctx, cfg, ev, subset)
+        finally:
+            _close_app(ev)
     except Exception as exc:
         if isinstance(exc, RagevalError):
             message, code = exc.message, exc.exit_code
@@ -321,9 +347,10 @@ def _run_gate(ctx: _Context) -> int:
     ctx.console.log(outcome.line)
     for reason in verdict.reasons:
         ctx.console.log(f"  {'BLOCK' if reason.blocking else 'note '} {reason.message}")
-    _finish(ctx, verdict=verdict.verdict, markdown=outcome.markdown, result=outcome.candidate,
+    markdown = (FORK_NOTE.format(docs=ctx.docs_url()) if ctx.event.fork else "") + outcome.markdown
+    _finish(ctx, verdict=verdict.verdict, markdown=markdown, result=outcome.candidate,
             pass_to_fail=list(verdict.pass_to_fail))
-    _comment(ctx, outcome.markdown)
+    _comment(ctx, markdown)
     ctx.set_status("failure" if verdict.blocked else "success", outcome.line)
     if verdict.blocked:
         ctx.console.error(outcome.line)
@@ -331,13 +358,42 @@ def _run_gate(ctx: _Context) -> int:
     return EXIT_OK
 
 
+def _run_skipped(ctx: _Context) -> int:
+    """Input ``skip: true`` (the workflow found no RAG-relevant change): nothing is evaluated; the
+    check passes (status success, verdict ``skipped``), and a sticky comment left by an earlier run
+    of this pull request says so (none is created)."""
+    ctx.console.notice(MSG_SKIPPED)
+    body = SKIPPED_BODY.format(link=ctx.link())
+    summary, outputs = ctx.env.get("GITHUB_STEP_SUMMARY"), ctx.env.get("GITHUB_OUTPUT")
+    if summary:
+        append_text(summary, body)
+    if outputs:
+        for name, value in (("verdict", "skipped"), ("results", ""), ("report", ""), ("pass-to-fail", "")):
+            write_output(outputs, name, value)
+    ctx.comment_key = comment_key(ctx.inputs.config)
+    ctx.comment_enabled = ctx.inputs.comment and ctx.event.pr_number is not None
+    _comment(ctx, body, create=False)
+    ctx.set_status("success", "rag-eval-gate: no RAG-relevant change")
+    return EXIT_OK
+
+
+def _close_app(ev: Evaluation) -> None:
+    """Stop the app's processes (a command app), so all they wrote is in the log before the verdict."""
+    close = getattr(ev.app, "close", None)
+    if callable(close):
+        close()
+
+
 def _run_baseline(ctx: _Context) -> int:
     """baseline: run every case ``repeats`` times and write the RunResult for upload."""
     cfg = _load(ctx)
     subset = None if ctx.inputs.subset in (None, ALL_CASES) else ctx.inputs.subset
-    ev = prepare(cfg, subset=subset, env=app_env(ctx.env))
+    ev = prepare(cfg, subset=subset, env=ctx.app_env())
     with ctx.console.group(f"rageval baseline: {len(ev.golden.cases)} cases × {ctx.inputs.repeats} repeats"):
-        result = flow.run_repeats(ev, ctx.inputs.repeats, progress=Progress(ctx.console, "rageval baseline"))
+        try:
+            result = flow.run_repeats(ev, ctx.inputs.repeats, progress=Progress(ctx.console, "rageval baseline"))
+        finally:
+            _close_app(ev)
     table, noise_line = terminal.render_run_table(result), terminal.render_noise(result)
     ctx.console.log(table)
     ctx.console.log(noise_line)
@@ -400,7 +456,10 @@ def main(env: Mapping[str, str], *, stdout: TextIO | None = None, stderr: TextIO
     started = time.monotonic()
     try:
         ctx = _start(env, console, now, client, status)
-        code = _run_baseline(ctx) if ctx.mode == "baseline" else _run_gate(ctx)
+        if ctx.inputs.skip:
+            return _run_skipped(ctx)
+        with isolation(env, console) as ctx.app_home:
+            code = _run_baseline(ctx) if ctx.mode == "baseline" else _run_gate(ctx)
         console.log(f"done in {time.monotonic() - started:.1f} s, exit code {code}")
         return code
     except RagevalError as exc:
@@ -416,6 +475,22 @@ def main(env: Mapping[str, str], *, stdout: TextIO | None = None, stderr: TextIO
         console.error("Internal error in rageval (a bug); the traceback is in the log above. Please report it.")
         _status_error(status, EXIT_INTERNAL, "internal error (a bug); see the job log")
         return EXIT_INTERNAL
+
+
+def entry(environ: Mapping[str, str], argv: Sequence[str], executable: str) -> int:
+    """What entrypoint.py runs: re-start without the token in the process environment (see
+    `rageval.github.sandbox`), read it back from the pipe, then `main`."""
+    try:
+        drop_secrets_and_reexec(environ, argv, executable)   # returns only when there is nothing to drop
+        env = recover_secrets(environ)
+        keep_to_ourselves()
+    except ActionInputError as exc:
+        Console(sys.stdout, []).error(exc.message)
+        return exc.exit_code
+    except (OSError, RuntimeError) as exc:
+        Console(sys.stdout, []).error(f"rag-eval-gate could not start: {exc} (a bug; please report it)")
+        return EXIT_INTERNAL
+    return main(env)
 
 
 def _status_error(status: StatusReporter | None, code: int, message: str) -> None:

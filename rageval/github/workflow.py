@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import threading
 import unicodedata
 import uuid
 from collections.abc import Iterator
@@ -65,6 +66,7 @@ class Console:
     def __init__(self, out: TextIO, secrets_: list[str]) -> None:
         self.out = out
         self.secrets = secrets_
+        self._lock = threading.Lock()   # a command app's stderr is printed from its own thread
 
     def redact(self, text: str) -> str:
         """Every secret, and every line of a multi-line secret, replaced with ``***``."""
@@ -74,8 +76,9 @@ class Console:
         return text
 
     def _write(self, text: str) -> None:
-        self.out.write(text)
-        self.out.flush()
+        with self._lock:     # one block (a stop-commands block too) is one write, never interleaved
+            self.out.write(text)
+            self.out.flush()
 
     def _command(self, name: str, message: str) -> None:
         self._write(f"::{name}::{escape_data(self.redact(message))}\n")
