@@ -104,6 +104,8 @@ def _eval_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default=None, help="write the verdict JSON here")
     p.add_argument("--report-md", default=None, help="write the markdown report here")
     p.add_argument("--candidate-out", default=None, help="also write the candidate RunResult it ran")
+    p.add_argument("--junit", default=None, metavar="FILE", help="write a JUnit XML report here: a testcase per golden "
+                   "case and per gated metric (GitLab, Jenkins, test-report actions)")
     p.set_defaults(handler="rageval.commands.gate:gate")
 
     p = sub.add_parser("judge-agreement", help="agreement and Cohen's kappa of the LLM judge vs human labels")

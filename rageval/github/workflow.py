@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TextIO
 
-from rageval.errors import RagevalError
+from rageval.files import append_text
 from rageval.gate.markdown import printable
 
 #: what ``##[`` becomes in printed text: visible, and not ``##[`` under any string comparison
@@ -130,16 +130,6 @@ def write_output(path: str | os.PathLike[str], name: str, value: str) -> None:
         if delimiter not in value and delimiter not in name:
             break
     append_text(path, f"{name}<<{delimiter}\n{value}\n{delimiter}")
-
-
-def append_text(path: str | os.PathLike[str], text: str) -> None:
-    """Append to a runner file ($GITHUB_OUTPUT, $GITHUB_STEP_SUMMARY); a full disk or a missing
-    folder is a RagevalError naming the file (exit 2), never a traceback."""
-    try:
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write(text if text.endswith("\n") else text + "\n")
-    except OSError as exc:
-        raise RagevalError(f"{path}: could not append to the runner's file ({exc.strerror or exc}).") from None
 
 
 class Progress:
