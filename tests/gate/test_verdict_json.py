@@ -3,12 +3,16 @@ summaries are, the decision stays the one taken on the unrounded values, and it 
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import typing
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import builders
 
+from rageval.cost import Cost
 from rageval.gate.decide import verdict_on
 from rageval.gate.verdict import Reason, Verdict
 from rageval.settings import GateConfig
@@ -68,3 +72,33 @@ def test_minus_zero_is_written_as_zero_and_reason_values_nested_are_rounded():
                     threshold=-0.0)
     assert reason.to_dict()["value"] == {"delta": 0.0, "runs": [0.3]}
     assert json.dumps(reason.to_dict()["threshold"]) == "0.0"
+
+
+# --- docs/verdict.md documents every key ---------------------------------------------------------
+
+DOC = Path(__file__).parents[2] / "docs" / "verdict.md"
+
+
+def record_fields(cls: type, seen: set[type] | None = None) -> set[str]:
+    """The names of ``cls``'s fields and of every record nested in it (the verdict JSON's keys)."""
+    seen = set() if seen is None else seen
+    if cls in seen or not dataclasses.is_dataclass(cls) or cls is Cost:    # Cost: docs/runresult.md
+        return set()
+    seen.add(cls)
+    names: set[str] = set()
+    for f in dataclasses.fields(cls):
+        names.add(f.name)
+        stack = [typing.get_type_hints(cls)[f.name]]
+        while stack:
+            tp = stack.pop()
+            stack.extend(typing.get_args(tp))
+            if isinstance(tp, type):
+                names |= record_fields(tp, seen)
+    return names
+
+
+def test_docs_verdict_md_names_every_key_of_the_verdict_json():
+    text = DOC.read_text(encoding="utf-8")
+    keys = record_fields(Verdict) | record_fields(Reason)
+    assert {"verdict", "reasons", "bootstrap", "left_when_reverted", "thin_sections", "sigma_diff"} <= keys
+    assert sorted(k for k in keys if f'"{k}"' not in text) == []
