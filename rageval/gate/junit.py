@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from rageval.gate.format import fmt, fmt_delta
 from rageval.gate.markdown import ANSWER_MAX_CHARS, FIELD_MAX_CHARS, INLINE_MAX_CHARS, cut, printable
+from rageval.gate.tables import THRESHOLD_RULES
 from rageval.gate.verdict import MetricRow, Reason, SliceRow, Threshold, Verdict
 from rageval.golden.set import is_holdout
 from rageval.records import CaseResult
@@ -38,7 +39,6 @@ from rageval.results import RunResult
 
 #: characters XML 1.0 cannot carry at all (printable() already made the C0/C1 controls visible)
 _NOT_XML = re.compile("[\ud800-\udfff\ufffe\uffff]")
-THRESHOLD_RULES = ("floor", "max_drop", "slice_floor", "slice_max_drop")
 MESSAGE_MAX_CHARS = 300                 # a failure's message attribute: one line
 
 
@@ -102,6 +102,7 @@ def _failing(case: CaseResult) -> list[str]:
 def _case_body(case: CaseResult, verdict: Verdict, base: CaseResult | None) -> str:
     lines = [f"error: {case.error}"] if case.error is not None else []
     lines += list(case.failures) or [f"{n}: {case.checks[n].reason or case.checks[n].status}" for n in _failing(case)]
+    lines = [text(line) for line in lines]           # each cut: a reason may quote a whole answer
     if case.id in verdict.pass_to_fail:
         lines.append("passed on the baseline (pass → fail)")
     if case.id in verdict.flaky:
@@ -179,7 +180,7 @@ def _row_line(row: MetricRow | SliceRow) -> str:
 
 def _metric_case(suite: _Suite, name: str, row: MetricRow | SliceRow, reasons: Sequence[Reason]) -> None:
     testcase = suite.case("rageval.metrics", name)
-    said = "\n".join(r.message for r in reasons)
+    said = "\n".join(text(r.message) for r in reasons)
     if row.status == "fail":
         blocking = next((r for r in reasons if r.blocking), None)
         suite.outcome(testcase, "failure", blocking.message if blocking else f"{name}: {_row_line(row)}",
@@ -211,7 +212,7 @@ def _metrics_suite(root: ET.Element, verdict: Verdict, timestamp: str | None) ->
 def _gate_suite(root: ET.Element, verdict: Verdict, title: str, timestamp: str | None) -> _Suite:
     suite = _new_suite(root, "gate", timestamp)
     testcase = suite.case("rageval.gate", "verdict")
-    lines = [f"{'BLOCK' if r.blocking else 'note '} {r.message}" for r in verdict.reasons]
+    lines = [text(f"{'BLOCK' if r.blocking else 'note '} {r.message}") for r in verdict.reasons]
     state = "" if verdict.state == verdict.verdict else f" (state {verdict.state})"
     body = f"{title}: {'blocked' if verdict.blocked else 'passed'}{state}\n" + "".join(f"{line}\n" for line in lines)
     if verdict.blocked:

@@ -196,9 +196,9 @@ def test_hostile_text_stays_well_formed_xml_and_visible():
     assert "question: q</testcase>\n<x>" in text
 
 
-def test_a_long_answer_is_cut():
+def test_a_long_answer_is_cut_and_so_is_a_reason_quoting_it():
     before, after = seed_runs()
-    after = builders.run([builders.case("q01", 3, numbers=(["7 ngày"], ["30 ngày"]), answer="x" * 200_000),
+    after = builders.run([builders.case("q01", 3, numbers=(["7 ngày"], ["y" * 100_000]), answer="x" * 200_000),
                           *after.cases[1:]])
     xml = render_junit(verdict_on(before, after, SEED_GATE), after, before)
     assert len(xml) < 20_000 and "more characters)" in xml
