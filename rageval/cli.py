@@ -104,6 +104,8 @@ def _eval_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default=None, help="write the verdict JSON here")
     p.add_argument("--report-md", default=None, help="write the markdown report here")
     p.add_argument("--candidate-out", default=None, help="also write the candidate RunResult it ran")
+    p.add_argument("--junit", default=None, metavar="FILE", help="write a JUnit XML report here: a testcase per golden "
+                   "case and per gated metric (GitLab, Jenkins, test-report actions)")
     p.set_defaults(handler="rageval.commands.gate:gate")
 
     p = sub.add_parser("judge-agreement", help="agreement and Cohen's kappa of the LLM judge vs human labels")
@@ -176,13 +178,26 @@ def handler(name: str) -> Callable[[argparse.Namespace, TextIO], int]:
     return getattr(importlib.import_module(module), function)
 
 
+def _project_config(parser: argparse.ArgumentParser, project: str, config: str) -> str:
+    """The config a command reads: ``rageval gate examples/banhang`` reads its rageval.yml, and
+    ``--config rageval-800.yml`` beside a project folder names a file in it; a file given both ways
+    is ambiguous (exit 2), never one of them silently ignored."""
+    if config == DEFAULT_CONFIG:
+        return project
+    if os.path.isdir(project) and not os.path.isabs(config):
+        return os.path.join(project, config)
+    parser.error(f"the project {project!r} and --config {config!r} name two configs; give one of them")
+    return config   # not reached: parser.error exits
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     out = SafeStream(out or sys.stdout, sanitize=True)
     err = SafeStream(sys.stderr)
-    args = make_parser().parse_args(argv)
+    parser = make_parser()
+    args = parser.parse_args(argv)
     args.err = err
     if getattr(args, "project", None):
-        args.config = args.project
+        args.config = _project_config(parser, args.project, args.config)
     try:
         code = handler(args.handler)(args, out)
     except RagevalError as exc:

@@ -9,7 +9,9 @@ message (:class:`Reader`), and atomic writes out.
 * ``write_bytes`` / ``write_text`` write a temp file beside a regular file (or a new path) and
   rename it, so a failed run never leaves half a file where a results file or report used to be; a
   device or a pipe (``/dev/stdout``, ``/dev/null``, a FIFO) is written in place and never replaced by
-  a regular file; a symlink to a file is refused, never written through.
+  a regular file; a symlink to a file is refused, never written through;
+* ``append_text`` appends to a file another program reads as it grows (the runner's
+  ``$GITHUB_OUTPUT`` and ``$GITHUB_STEP_SUMMARY``, which the action and `rageval gate` append to).
 """
 
 from __future__ import annotations
@@ -277,3 +279,13 @@ def _write_in_place(path: Path, data: bytes) -> None:
 def write_text(path: str | os.PathLike[str], text: str, *, links: bool = True) -> None:
     """``write_bytes`` of UTF-8 text."""
     write_bytes(path, text.encode("utf-8"), links=links)
+
+
+def append_text(path: str | os.PathLike[str], text: str) -> None:
+    """Append ``text`` to ``path``, ending it with a newline; a full disk or a missing folder is a
+    RagevalError naming the file (exit 2), never a traceback."""
+    try:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(text if text.endswith("\n") else text + "\n")
+    except OSError as exc:
+        raise RagevalError(f"{path}: could not append to the runner's file ({exc.strerror or exc}).") from None

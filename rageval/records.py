@@ -26,7 +26,9 @@ class Record:
     key; a field with a default may be absent (a file written before the field existed); mappings
     come back read-only. Field types understood: str, int, float, bool, ``X | None``, ``int | str``,
     ``tuple[X, ...]``, ``Mapping[str, X]``, nested records (anything with ``from_dict(data, key,
-    reader)``) and ``Any`` (any JSON value). ``field(metadata={"choices": (…)})`` limits a string."""
+    reader)``) and ``Any`` (any JSON value). ``field(metadata={"choices": (…)})`` limits a string.
+    Floats are written rounded to ``DECIMALS`` (see :func:`plain`); the record itself keeps them
+    as given, so what was decided on them is not changed by writing them."""
 
     OMIT_NONE: ClassVar[tuple[str, ...]] = ()
 
@@ -58,8 +60,20 @@ class Record:
         return cls(**values)
 
 
+#: decimals of every float a record writes — as the RunResult's summaries are rounded (``aggregate``):
+#: a Δ of two such values is −0.083334, not the binary −0.08333400000000002
+DECIMALS = 6
+
+
+def rounded(value: float) -> float:
+    """``value`` to ``DECIMALS`` decimals, −0.0 written as 0.0."""
+    return round(value, DECIMALS) + 0.0
+
+
 def plain(value: Any) -> Any:
-    """A record, tuple or mapping as plain JSON values."""
+    """A record, tuple or mapping as plain JSON values, floats ``rounded``."""
+    if isinstance(value, float):
+        return rounded(value)
     if hasattr(value, "to_dict"):
         return value.to_dict()
     if isinstance(value, Mapping):

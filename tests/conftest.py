@@ -16,6 +16,13 @@ for folder in (TESTS, *sorted(p for p in TESTS.iterdir() if p.is_dir() and p.nam
 from openai_server import OpenAIServer  # noqa: E402 - tests/ is on sys.path from here
 
 
+@pytest.fixture(autouse=True)
+def _no_step_summary(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`rageval gate` appends its report to $GITHUB_STEP_SUMMARY when it is set: a suite run in a
+    GitHub Actions job must not write the job's summary (a test that wants one sets its own)."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+
+
 @pytest.fixture
 def model_server() -> Iterator[Callable[..., OpenAIServer]]:
     """Start the local OpenAI-compatible server (tests/openai_server.py) on 127.0.0.1:

@@ -101,3 +101,14 @@ def test_the_start_up_bench_runs(tmp_path):
     figures = json.loads(out.read_text(encoding="utf-8"))["median"]
     assert set(figures) == {"now", "reference"} and "rageval --help" in figures["now"]
     assert all(m["wall_s"] > 0 and m["cpu_s"] >= 0 for per in figures.values() for m in per.values())
+
+
+def test_a_project_folder_and_a_config_in_it(run_cli, tmp_path, capsys):
+    """`rageval gate examples/banhang --config rageval-800.yml` reads the 800-token config in that
+    folder; a config file given both ways is refused (it used to drop --config silently)."""
+    demo = ROOT / "examples" / "banhang"
+    code, out, err = run_cli("validate", demo, "--config", "rageval-800.yml", "--no-git")
+    assert code == 0 and "rageval-800.yml" in out and "≤800 tokens" in out
+    with pytest.raises(SystemExit) as exit_:
+        run_cli("validate", demo / "rageval.yml", "--config", demo / "rageval-800.yml")
+    assert exit_.value.code == 2 and "name two configs; give one of them" in capsys.readouterr().err

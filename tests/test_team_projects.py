@@ -156,6 +156,8 @@ def test_a_run_where_every_case_errored_exits_1_and_the_gate_says_why(northwind,
     code, out, err = run_cli("gate", broken, "--subset", "pr", "--baseline", base)
     assert code == 1
     assert out.startswith("RAG eval gate: blocked — 24 of 24 cases errored: ")
+    # the cause, not the symptom: the app's own last words on stderr
+    assert "exited with code 1 without answering: ModuleNotFoundError: No module named 'nonexistent_module'" in out
     # a run with a few errors is still a result
     lenient = edited(broken, lambda d: d.__setitem__("run", {"max_error_rate": 1.0}), "lenient.yml")
     assert run_cli("run", lenient, "--subset", "pr")[0] == 0

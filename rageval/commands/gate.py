@@ -1,17 +1,22 @@
 """`rageval gate` (the decision; exit 1 when blocked) and `rageval report` (the markdown again,
-from saved files)."""
+from saved files).
+
+Run in a GitHub Actions step, `rageval gate` appends its report to ``$GITHUB_STEP_SUMMARY`` as the
+action does (the CLI and the action are the only readers of ``GITHUB_*`` variables)."""
 
 from __future__ import annotations
 
 import argparse
+import os
 from typing import TextIO
 
 from rageval import flow
 from rageval.commands.shared import ProgressPrinter, build_evaluation
 from rageval.config import load_config
 from rageval.errors import EXIT_BLOCKED, EXIT_OK
-from rageval.files import read_result_file, write_json, write_text
+from rageval.files import append_text, read_result_file, write_json, write_text
 from rageval.gate import report, terminal
+from rageval.gate.junit import render_junit
 from rageval.gate.verdict import Verdict
 from rageval.golden.set import load_golden
 from rageval.results import load_result
@@ -36,6 +41,12 @@ def gate(args: argparse.Namespace, out: TextIO) -> int:
         write_text(args.report_md, outcome.markdown)
     if args.candidate_out and not args.candidate:
         write_json(args.candidate_out, outcome.candidate)
+    if args.junit:
+        write_text(args.junit, render_junit(outcome.verdict, outcome.candidate, outcome.baseline,
+                                            title=cfg.report.title))
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        append_text(summary, outcome.markdown)
     out.write(terminal.render_terminal(outcome.verdict, title=cfg.report.title))
     return EXIT_BLOCKED if outcome.verdict.blocked else EXIT_OK
 

@@ -22,7 +22,7 @@ from rageval.gate.policy import PolicyReport
 from rageval.gate.stats import BootstrapCI, McNemar
 from rageval.golden.lifecycle import Coverage, GoldenDiff, Leak, SectionChange
 from rageval.metrics.registry import metrics_fed_by
-from rageval.records import Record
+from rageval.records import Record, rounded
 
 VERDICTS = ("pass", "fail")
 STATES = ("pass", "fail", "not_comparable", "insufficient_data")
@@ -108,12 +108,15 @@ def _freeze(value: Any) -> Any:
 
 
 def _thaw(value: Any) -> Any:
+    """A reason's value as JSON, floats ``rounded`` as every record's are."""
     if isinstance(value, Reason):
         return value.to_dict()
     if isinstance(value, Mapping):
         return {k: _thaw(v) for k, v in value.items()}
     if isinstance(value, tuple | list):
         return [_thaw(v) for v in value]
+    if isinstance(value, float):
+        return rounded(value)
     return value
 
 

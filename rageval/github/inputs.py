@@ -34,6 +34,7 @@ INPUT_DEFAULTS: dict[str, str] = {
     "comment": "true",
     "results-path": "rageval-results.json",
     "status-context": "",
+    "skip": "false",
 }
 
 _TRUE = ("true", "True", "TRUE")
@@ -77,6 +78,7 @@ class Inputs:
     comment: bool
     results_path: str
     status_context: str | None
+    skip: bool = False            # true: nothing RAG-relevant changed; pass without evaluating
 
     def __repr__(self) -> str:  # never show the token
         shown = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "token"}
@@ -121,6 +123,7 @@ def parse_inputs(env: Mapping[str, str]) -> Inputs:
         comment=_bool_input(env, "comment"),
         results_path=text("results-path"),
         status_context=status,
+        skip=_bool_input(env, "skip"),
     )
 
 
@@ -136,6 +139,7 @@ class Event:
                                   # the merge group's head_sha
     sha: str | None               # GITHUB_SHA
     default_branch: str | None    # repository.default_branch
+    fork: bool = False            # a pull request whose head is another repository (no secrets there)
 
     @property
     def branch(self) -> str | None:
@@ -177,7 +181,19 @@ def read_event(env: Mapping[str, str]) -> Event:
         head_sha=_text(_get(payload, "pull_request", "head", "sha")) or _text(_get(payload, "merge_group", "head_sha")),
         sha=env.get("GITHUB_SHA") or None,
         default_branch=_text(_get(payload, "repository", "default_branch")),
+        fork=_from_fork(payload),
     )
+
+
+def _from_fork(payload: dict) -> bool:
+    """A pull request from a fork: ``head.repo.fork``, or a head repository other than the base's."""
+    head, base = _get(payload, "pull_request", "head", "repo"), _get(payload, "pull_request", "base", "repo")
+    if not isinstance(head, dict):
+        return False
+    if head.get("fork") is True:
+        return True
+    names = head.get("full_name"), base.get("full_name") if isinstance(base, dict) else None
+    return all(isinstance(n, str) for n in names) and names[0] != names[1]
 
 
 def _text(value: Any) -> str | None:

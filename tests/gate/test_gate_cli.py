@@ -170,3 +170,32 @@ def test_report_rerenders_the_markdown_from_saved_files(seed_project, run_cli, t
                               "--baseline", base, "--candidate", cand, "--out", out)
     assert code == 0, stderr
     assert out.read_text(encoding="utf-8") == (tmp_path / "gate.md").read_text(encoding="utf-8")
+
+
+# --- $GITHUB_STEP_SUMMARY ----------------------------------------------------------------------
+
+def test_gate_appends_its_report_to_the_step_summary_as_the_action_does(seed_project, run_cli, tmp_path,
+                                                                        monkeypatch):
+    base, report = tmp_path / "baseline.json", tmp_path / "report.md"
+    run_cli("baseline", "--config", seed_project["chunk-200"], "--out", base)
+    summary = tmp_path / "step_summary.md"
+    summary.write_text("an earlier step's summary\n", encoding="utf-8")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    code, _, _ = run_cli("gate", "--config", seed_project["chunk-800"], "--baseline", base, "--report-md", report)
+    assert code == 1
+    markdown = report.read_text(encoding="utf-8")
+    assert summary.read_text(encoding="utf-8") == "an earlier step's summary\n" + markdown
+    assert markdown.startswith("### ❌ ")
+
+
+def test_without_the_variable_no_summary_is_written(seed_project, run_cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, _, _ = run_cli("gate", "--config", seed_project["chunk-200"])
+    assert code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["seed"]
+
+
+def test_an_unwritable_step_summary_is_exit_2_naming_it_never_a_pass(seed_project, run_cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "gone" / "summary.md"))
+    code, _, stderr = run_cli("gate", "--config", seed_project["chunk-200"])
+    assert code == 2 and "summary.md: could not append to the runner's file" in stderr

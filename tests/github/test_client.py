@@ -225,10 +225,40 @@ def test_baseline_is_newest_valid_main_artifact_across_pages(gh, client):
     assert isinstance(result, RunResult) and result.git_sha == "new"
     assert meta["id"] == arts["new"]["id"]
     lists = gh.find("actions/list-artifacts-for-repo")
-    assert [r.query["page"][0] if "page" in r.query else "1" for r in lists] == ["1", "2", "3", "4"]
+    # newest first, two a page: [norun, fork], [feature, expired], [lapsed, new] — page 4 ('old') is never read
+    assert [r.query["page"][0] if "page" in r.query else "1" for r in lists] == ["1", "2", "3"]
     assert lists[0].query == {"name": [NAME], "per_page": ["2"]}
     downloads = gh.find("actions/download-artifact")
     assert [r.path for r in downloads] == [f"/repos/acme/shop/actions/artifacts/{arts['new']['id']}/zip"]
+
+
+def test_the_search_stops_at_the_first_page_holding_a_baseline(gh, client):
+    for day in range(1, 10):     # nine usable artifacts: five pages of two
+        newest = gh.add_artifact(NAME, zip_bytes=result_zip(f"day{day}"), created_at=f"2026-09-0{day}T00:00:00Z")
+    result, meta = fetch_baseline(client, "acme", "shop", NAME, "main", now=NOW)
+    assert (result.git_sha, meta["id"]) == ("day9", newest["id"])
+    assert len(gh.find("actions/list-artifacts-for-repo")) == 1
+
+
+def test_a_gone_page_leads_to_the_next_page(gh, client):
+    older = gh.add_artifact(NAME, zip_bytes=result_zip("older"), created_at="2026-09-01T00:00:00Z")
+    for day in (2, 3):
+        gh.add_artifact(NAME, zip_bytes=result_zip("gone"), created_at=f"2026-09-0{day}T00:00:00Z", gone=True)
+    result, meta = fetch_baseline(client, "acme", "shop", NAME, "main", now=NOW)
+    assert (result.git_sha, meta["id"]) == ("older", older["id"])
+    assert len(gh.find("actions/list-artifacts-for-repo")) == 2
+
+
+def test_past_the_page_cap_the_search_ends_with_a_notice_not_an_error(gh, client):
+    gh.max_page_size = 1
+    for _ in range(51):
+        gh.add_artifact(NAME, zip_bytes=result_zip("fork"), head_repository_id=99999)
+    notices: list[str] = []
+    assert fetch_baseline(client, "acme", "shop", NAME, "main", now=NOW, on_notice=notices.append) is None
+    assert len(gh.find("actions/list-artifacts-for-repo")) == 50
+    (notice,) = notices
+    assert notice.startswith(f"Stopped looking for a baseline after the newest 50 pages of artifacts named '{NAME}'")
+    assert "branch 'main'" in notice
 
 
 def test_storage_redirect_target_never_receives_the_token(gh, client):
