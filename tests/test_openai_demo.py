@@ -195,7 +195,7 @@ def test_a_judge_model_change_shows_judge_metrics_but_does_not_gate_them(demo, r
                                "--out", tmp_path / "verdict.json", "--report-md", tmp_path / "report.md")
     verdict = json.loads((tmp_path / "verdict.json").read_text(encoding="utf-8"))
     base = json.loads((tmp_path / "base.json").read_text(encoding="utf-8"))
-    assert base["config"]["judge"]["prompt_version"] == "2"
+    assert base["config"]["judge"]["prompt_version"] == "3"
     changed = [r for r in verdict["reasons"] if r["rule"] == "judge_changed"]
     assert len(changed) == 1 and changed[0]["blocking"] is False
     assert "gpt-4o" in changed[0]["message"] and "gpt-4.1" in changed[0]["message"]

@@ -450,7 +450,7 @@ def test_a_release_0_1_0_runresult_has_no_judge_signature():
 #: sha256 of every judge-family prompt, rendered for fixed inputs. It changes whenever a prompt
 #: does: then bump JUDGE_PROMPT_VERSION (runs judged by other prompts must not be compared) and
 #: update this value.
-PROMPTS_SHA256 = "e3f3c396d45bf2df5141fa63c3ae3a6768d2e790c297a6526b9d44b5fccf70f0"
+PROMPTS_SHA256 = "b13ce2e3b4f3a25674547bbec377ecd1681ea5d61d1520d5fd1279db502e61b1"
 
 
 def rendered_prompts() -> str:
@@ -464,5 +464,5 @@ def rendered_prompts() -> str:
 def test_the_judge_prompts_carry_their_version():
     import hashlib
     digest = hashlib.sha256(rendered_prompts().encode("utf-8")).hexdigest()
-    assert (digest, JUDGE_PROMPT_VERSION) == (PROMPTS_SHA256, "2"), (
+    assert (digest, JUDGE_PROMPT_VERSION) == (PROMPTS_SHA256, "3"), (
         "a judge prompt changed: bump JUDGE_PROMPT_VERSION in rageval/metrics/judge.py and update PROMPTS_SHA256")
