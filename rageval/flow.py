@@ -20,7 +20,8 @@ from rageval.gate.verdict import Verdict
 from rageval.golden.corpus import Corpus
 from rageval.golden.set import Case
 from rageval.pipeline.judging import judge_gate_allowed
-from rageval.pipeline.runner import Evaluation, prepare
+from rageval.pipeline.llm import LLMClient
+from rageval.pipeline.runner import Evaluation, needs_model, prepare
 from rageval.results import Noise, Progress, RunResult
 from rageval.settings import Config
 
@@ -127,6 +128,17 @@ def gate(cfg: Config, baseline: RunResult | None, *, evaluation: Evaluation | No
     return GateOutcome(verdict, decision.baseline, candidate, markdown, line, tuple(notes))
 
 
+def _sharing(evaluation: Evaluation, variant: Config) -> LLMClient | None:
+    """The model client of an attribution run: the evaluation's own (one budget, one cache), or
+    one for the variant's other ``llm`` settings that spends from the same budget."""
+    shared = evaluation.client
+    if shared is None or not needs_model(variant):
+        return None
+    if variant.llm == evaluation.cfg.llm:
+        return shared
+    return LLMClient(variant.llm, env=evaluation.env, spend=shared.spend)
+
+
 def with_attribution(cfg: Config, decision: Decision, evaluation: Evaluation | None) -> Verdict:
     """The verdict with ``attribution`` (rageval/attribution.py): the ablation runs go through the
     evaluation's own corpus, subset and environment."""
@@ -141,7 +153,7 @@ def with_attribution(cfg: Config, decision: Decision, evaluation: Evaluation | N
 
     def run_variant(variant: Config, corpus: Corpus | None) -> RunResult:
         ev = prepare(variant, env=evaluation.env, subset=evaluation.subset, golden=evaluation.golden.full,
-                     corpus=corpus if corpus is not None else evaluation.corpus)
+                     corpus=corpus if corpus is not None else evaluation.corpus, client=_sharing(evaluation, variant))
         return ev.run(case_ids=list(compared))
 
     found = attribution.attribute(cfg, decision.baseline, decision.candidate, verdict, corpus=evaluation.corpus,
