@@ -186,7 +186,8 @@ class _Reader:
     def read_units(self, value: Any, dotted: str, f: Field[Any]) -> tuple[str | Unit, ...]:
         """checks.units: unit names, and ``{name, words}`` mappings that add a unit."""
         items: list[str | Unit] = []
-        for i, item in enumerate([value] if isinstance(value, str | dict) else value if isinstance(value, list) else [None]):
+        listed = [value] if isinstance(value, str | dict) else value if isinstance(value, list) else [None]
+        for i, item in enumerate(listed):
             where = f"{dotted}[{i}]"
             if isinstance(item, dict):
                 self.check_keys(item, ("name", "words"), where)

@@ -42,8 +42,8 @@ RerunFn = Callable[[list[str] | None], RunResult]
 
 MSG_FLOOR = "{metric} {value} < {floor}"
 MSG_FLOOR_NA = "{metric} has no value in the candidate (n/a); the floor {floor} cannot be checked"
-MSG_FLOOR_NEW_JUDGE = (" — shown, not gated: main's baseline was not judged by this judge; floors on judge metrics gate "
-                       "once it is")
+MSG_FLOOR_NEW_JUDGE = (" — shown, not gated: main's baseline was not judged by this judge; floors on judge "
+                       "metrics gate once it is")
 MSG_DROP = "{metric} dropped {before} → {after} (Δ {delta}, tolerance {tol}{noise})"
 MSG_DROP_NA = "{metric} has no value in the candidate (n/a) but {before} in the baseline"
 MSG_INSUFFICIENT = ("slice {slice}: {n} {side} cases < min_slice_cases {min}; "

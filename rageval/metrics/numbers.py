@@ -261,7 +261,8 @@ _ALL_UNITS = frozenset(UNITS)
 
 
 @functools.lru_cache(maxsize=64)
-def _resolve_names(units: tuple[str, ...], added: tuple[Unit, ...] = ()) -> tuple[frozenset[str], tuple[_Spelling, ...]]:
+def _resolve_names(units: tuple[str, ...],
+                   added: tuple[Unit, ...] = ()) -> tuple[frozenset[str], tuple[_Spelling, ...]]:
     """:func:`_spec` of names and added units, memoised: the number rule asks for every case."""
     lookup: dict[str, str] = {}
     for name in UNITS:

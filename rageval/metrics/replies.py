@@ -134,7 +134,8 @@ def json_objects(text: str) -> list[dict[str, Any]]:
 
 
 def deciding_object(text: str, key: str, read: Callable[[dict[str, Any]], T],
-                    agree: Callable[[T], Hashable] = lambda value: value) -> T:  # type: ignore[assignment, return-value]
+                    agree: Callable[[T], Hashable] = lambda value: value,  # type: ignore[assignment, return-value]
+                    ) -> T:
     """``read(obj)`` of the one JSON object of the reply that carries ``key`` — or of the last one
     when every object carrying it agrees (``agree`` gives what must be equal); ValueError otherwise
     (rule 4 of the module docstring). An object ``read`` refuses makes the reply unreadable."""

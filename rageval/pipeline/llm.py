@@ -337,7 +337,8 @@ class LLMClient:
                                        retryable=True, malformed=True)
                     # answered, so counted (and billed, as far as we can tell): its usage, else a bound
                     tokens = usage_in(body)
-                    bound = (estimate({"text": "", "refusal": None})[0], estimate_tokens([body]) if kind == "chat" else 0)
+                    asked = estimate({"text": "", "refusal": None})[0]
+                    bound = (asked, estimate_tokens([body]) if kind == "chat" else 0)
                     self._account(stage, case_id, model, tokens or bound, tokens is None, kind)
                 else:
                     tokens = parsed["usage"]

@@ -87,7 +87,8 @@ def test_a_judge_endpoint_serving_the_generators_model_is_refused(tmp_path):
                            rng=random.Random(1))
         judge = ModelJudge(client, JudgeConfig(model="judge-alias"), generator="openai/gpt-4o-mini")
         with pytest.raises(ConfigError, match=r"judge.model 'judge-alias': the endpoint served "
-                                              r"'gpt-4o-mini-2024-07-18', which is the generator's model \(generation.model 'openai/gpt-4o-mini'\)"):
+                                              r"'gpt-4o-mini-2024-07-18', which is the generator's model "
+                                              r"\(generation.model 'openai/gpt-4o-mini'\)"):
             judge.check(gc, Trace("q01", "7 ngày"), "DT-1: 7 ngày")
         allowed = ModelJudge(client, JudgeConfig(model="judge-alias", allow_same_model=True), generator="gpt-4o-mini")
         assert allowed.check(gc, Trace("q01", "7 ngày"), "DT-1: 7 ngày")["judge"].status == "pass"

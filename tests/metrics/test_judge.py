@@ -414,15 +414,17 @@ def test_model_key_sets_aside_case_provider_prefix_and_date_suffix(name):
 
 @pytest.mark.parametrize("judge, generator", [
     ("openai:gpt-4o-mini", "gpt-4o-mini"), ("gpt-4o-mini@2024-07-18", "gpt-4o-mini"),
-    ("llama3.1", "llama3.1:8b"), ("llama3.1:8b", "llama3.1:8b-instruct-q4_K_M"), ("llama3.1", "llama3.1:8b-instruct-q4_K_M"),
+    ("llama3.1", "llama3.1:8b"), ("llama3.1:8b", "llama3.1:8b-instruct-q4_K_M"),
+    ("llama3.1", "llama3.1:8b-instruct-q4_K_M"),
     ("claude-3-5-sonnet-latest", "claude-3-5-sonnet-20241022"), ("gemini-1.5-pro", "gemini-1.5-pro-002"),
     ("models/gemini-1.5-pro-latest", "gemini-1.5-pro-001"), ("gpt-4", "gpt-4-0613"),
 ])
 def test_judge_and_generator_under_other_names_are_the_same_model(judge, generator, tmp_path):
     assert same_model(judge, generator) and same_model(generator, judge)
     (tmp_path / "p.j2").write_text("{{ question }}", encoding="utf-8")
-    (tmp_path / "rageval.yml").write_text(f"golden: g.yaml\ncorpus: docs/*.md\ngeneration: {{provider: openai, model: "
-                                          f"'{generator}', prompt: p.j2}}\njudge: {{model: '{judge}'}}\n", encoding="utf-8")
+    (tmp_path / "rageval.yml").write_text(f"golden: g.yaml\ncorpus: docs/*.md\ngeneration: {{provider: openai, "
+                                          f"model: '{generator}', prompt: p.j2}}\njudge: {{model: '{judge}'}}\n",
+                                          encoding="utf-8")
     with pytest.raises(ConfigError, match="are the same model"):
         load_config(tmp_path / "rageval.yml")
 

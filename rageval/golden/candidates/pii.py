@@ -56,8 +56,9 @@ KIN_CUES: dict[str, tuple[str, ...]] = {
     "anh": ("anh",), "chi": ("chị",), "ong": ("ông",), "ba": ("bà",), "co": ("cô",), "chu": ("chú",),
     "bac": ("bác",), "em": ("em",), "mr": ("mr",), "mrs": ("mrs",), "ms": ("ms",), "miss": ("miss",), "dr": ("dr",)}
 PLAIN_KIN = frozenset({"anh", "chi", "ong", "em", "mr", "mrs", "ms", "miss", "dr"})
-NAME_CUES = (("ten", "la"), ("ten", "minh", "la"), ("ten", "toi", "la"), ("ten", "em", "la"), ("ten", "cua", "toi", "la"),
-             ("ten", "cua", "em", "la"), ("my", "name", "is"), ("my", "name's"), ("i", "am", "called"))
+NAME_CUES = (("ten", "la"), ("ten", "minh", "la"), ("ten", "toi", "la"), ("ten", "em", "la"),
+             ("ten", "cua", "toi", "la"), ("ten", "cua", "em", "la"), ("my", "name", "is"), ("my", "name's"),
+             ("i", "am", "called"))
 #: words after which a name is a street's or a place's, not a person's (folded)
 STREET_WORDS = frozenset({"duong", "pho", "ngo", "ngach", "hem", "kiet", "quan", "phuong", "huyen", "xa", "tinh", "tp",
                           "street", "road", "avenue"})
@@ -65,20 +66,21 @@ STREET_WORDS = frozenset({"duong", "pho", "ngo", "ngach", "hem", "kiet", "quan",
 STOP = frozenset("muon can dat mua hoi doi tra la o va co khong da dang se bi duoc nhan giao ship gui oi a nhe nha "
                  "cho voi cua toi minh sdt so don hang and i my from at in is was wants would want "
                  "ordered order please thanks".split())
-FIRST_NAMES = frozenset("""james john robert michael william david richard joseph thomas charles christopher daniel matthew
-anthony mark donald steven paul andrew joshua kenneth kevin brian george timothy ronald edward jason jeffrey ryan
-jacob gary nicholas eric jonathan stephen larry justin scott brandon benjamin samuel gregory alexander patrick frank
-raymond jack dennis jerry tyler aaron jose adam nathan henry peter zachary kyle noah alan ethan jeremy harry oliver
-mary patricia jennifer linda elizabeth barbara susan jessica sarah karen lisa nancy betty margaret sandra ashley
-kimberly emily donna michelle carol amanda melissa deborah stephanie rebecca sharon laura cynthia kathleen amy
-angela shirley anna brenda pamela emma nicole helen samantha katherine christine debra rachel carolyn janet maria
-catherine heather diane olivia julie joyce victoria kelly lauren christina joan evelyn judith megan andrea cheryl
-hannah jacqueline martha gloria teresa ann sara madison frances kathryn janice jean abigail alice judy sophia grace
-denise amber doris marilyn danielle beverly isabella theresa diana natalie brittany charlotte marie kayla alexis
-lily chloe""".split())
+FIRST_NAMES = frozenset("""james john robert michael william david richard joseph thomas charles christopher daniel matthew anthony mark
+donald steven paul andrew joshua kenneth kevin brian george timothy ronald edward jason jeffrey ryan jacob
+gary nicholas eric jonathan stephen larry justin scott brandon benjamin samuel gregory alexander patrick frank
+raymond jack dennis jerry tyler aaron jose adam nathan henry peter zachary kyle noah alan ethan jeremy harry
+oliver mary patricia jennifer linda elizabeth barbara susan jessica sarah karen lisa nancy betty margaret
+sandra ashley kimberly emily donna michelle carol amanda melissa deborah stephanie rebecca sharon laura
+cynthia kathleen amy angela shirley anna brenda pamela emma nicole helen samantha katherine christine debra
+rachel carolyn janet maria catherine heather diane olivia julie joyce victoria kelly lauren christina joan
+evelyn judith megan andrea cheryl hannah jacqueline martha gloria teresa ann sara madison frances kathryn
+janice jean abigail alice judy sophia grace denise amber doris marilyn danielle beverly isabella theresa diana
+natalie brittany charlotte marie kayla alexis lily chloe""".split())
 
 _MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
-_DATE = (rf"(?:\d{{1,2}}[./-]\d{{1,2}}[./-](?:\d{{4}}|\d{{2}})|\d{{4}}-\d{{1,2}}-\d{{1,2}}|{_MONTHS}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}"
+_DATE = (rf"(?:\d{{1,2}}[./-]\d{{1,2}}[./-](?:\d{{4}}|\d{{2}})|\d{{4}}-\d{{1,2}}-\d{{1,2}}"
+         rf"|{_MONTHS}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}"
          rf"|\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTHS},?\s+\d{{4}}|\d{{1,2}}\s+tháng\s+\d{{1,2}},?\s+năm\s+\d{{4}}"
          rf"|(?:19|20)\d{{2}})")
 _BIRTH = (r"(?:sinh\s+ngày|sinh\s+năm|ngày\s+sinh|năm\s+sinh|sinh\s+nhật|sinh|ns|dob|d\.o\.b\.?|date\s+of\s+birth|"
@@ -89,7 +91,8 @@ _AT = r"(?:\s*[\[\(\{<]\s*(?:at|a còng|acong)\s*[\]\)\}>]\s*|\s+(?:at|a còng)\
 _DOT = r"(?:\s*[\[\(\{<]\s*(?:dot|chấm|cham)\s*[\]\)\}>]\s*|\s+(?:dot|chấm)\s+)"
 EMAIL = re.compile(rf"(?i)(?<![\w.+-])[a-z0-9][a-z0-9._%+-]*{_AT}[a-z0-9-]+(?:{_DOT}[a-z0-9-]+)*{_DOT}[a-z]{{2,24}}\b")
 IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){3,7}(?: ?[A-Z0-9]{1,3})?\b")
-PLATE = re.compile(r"\b(?:\d{2}[A-Z]{1,2}\d?[- ]?\d{3}\.?\d{2}|\d{2}-?[A-Z]\d[- ]\d{3}\.?\d{2}|[A-Z]{2}\d{2} ?[A-Z]{3})\b")
+PLATE = re.compile(r"\b(?:\d{2}[A-Z]{1,2}\d?[- ]?\d{3}\.?\d{2}|\d{2}-?[A-Z]\d[- ]\d{3}\.?\d{2}"
+                   r"|[A-Z]{2}\d{2} ?[A-Z]{3})\b")
 _POSTCODE = r"\b[A-Z]{1,2}\d[A-Z\d]? ?\d[A-Z]{2}\b"
 _ADMIN = (r"(?i:(?:phường|phuong|quận|quan|huyện|huyen|xã|thị\s+xã|thị\s+trấn|tỉnh|tinh|thành\s+phố|tp|ward|district)\b"
           r"|tp\.|p\.|q\.)\s*[\w.]+(?:\s+" + _CAP + r")*")
@@ -108,7 +111,8 @@ ADDRESS = re.compile(
     rf"){_TAIL}|{_POSTCODE}")
 
 
-def _sub(pattern: re.Pattern[str], placeholder: str, keep_group: int | None = None) -> Callable[[str], tuple[str, bool]]:
+def _sub(pattern: re.Pattern[str], placeholder: str,
+         keep_group: int | None = None) -> Callable[[str], tuple[str, bool]]:
     def rule(text: str) -> tuple[str, bool]:
         if keep_group is None:
             out, n = pattern.subn(placeholder, text)
