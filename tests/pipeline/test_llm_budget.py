@@ -5,15 +5,18 @@ goes by, and a price that names one side only is refused. Real HTTP to tests/ope
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 from openai_server import Fault, OpenAIServer, Raw, ToolCall
 
+from rageval import flow
 from rageval.config import load_config
 from rageval.cost import TEMPLATE_TOKENS_PER_MESSAGE, Cost
 from rageval.errors import BudgetExceeded, ConfigError, ModelCallError
 from rageval.metrics.judge import judge_case
 from rageval.pipeline.llm import LLMClient, Spend
+from rageval.pipeline.runner import prepare
 from rageval.settings import LLMConfig
 
 PRICE = {"prompt": 1000.0, "completion": 1000.0}          # $0.001 per token each way: easy sums
@@ -152,3 +155,18 @@ def test_a_failed_call_that_got_no_answer_is_not_a_call(tmp_path):
         with pytest.raises(ModelCallError):
             client.chat(ask("hi"), model="gen-a")
     assert client.usage()["calls_total"] == 0 and client.usage()["errors"] == 1
+
+
+def test_attribution_runs_use_the_runs_client_or_one_spending_from_its_budget(tmp_path, copy_demo):
+    """flow's attribution runs (issue 21 §3, one budget): a variant with the run's llm settings gets
+    the run's own client; one with other llm settings gets a client spending from the same Spend."""
+    project = copy_demo(tmp_path / "banhang")
+    cfg = load_config(project / "rageval-openai.yml")
+    ev = prepare(cfg, env={"OPENAI_API_KEY": "sk-test-not-a-secret", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
+    knob = replace(cfg, generation=replace(cfg.generation, temperature=0.5))
+    assert flow._sharing(ev, knob) is ev.client
+    other = flow._sharing(ev, replace(cfg, llm=replace(cfg.llm, timeout_s=5.0)))
+    assert other is not ev.client and other.spend is ev.client.spend
+    offline = replace(cfg, generation=replace(cfg.generation, provider="extractive"),
+                      judge=replace(cfg.judge, model=None, faithfulness=False))
+    assert flow._sharing(ev, offline) is None
