@@ -31,6 +31,7 @@ MSG_UNPRICED = ("{path}{where}: llm.max_cost_usd is set, but {key} '{m}' has no 
                 "completion: …}}}}}}` (USD per 1M tokens), or remove llm.max_cost_usd.")
 MSG_HALF_PRICED = ("{path}{where}: llm.prices.{m} gives no '{side}' price, so that side of every call would count as "
                    "$0. Give {need} (USD per 1M tokens), e.g. `{m}: {{prompt: 0.15, completion: 0.60}}`.")
+MSG_PRICE_PROBLEM = "{path}{where}: {key}: {problem}"
 MSG_AMBIGUOUS_PRICE = ("model '{model}' matches several llm.prices keys with different prices ({keys}); price it by "
                        "its own name in llm.prices.")
 
@@ -100,6 +101,11 @@ def model_rules(name: str, section: Any, before: Mapping[str, Any]) -> list[tupl
     called = called_models({**before, "llm": section})
     chat = {m for key, m in called if key != "embedding.model"}
     problems = []
+    for key, model in called:
+        try:
+            price_for(model, section.prices)
+        except ValueError as exc:
+            problems.append(("llm.prices", MSG_PRICE_PROBLEM, {"key": key, "problem": str(exc)}))
     for model, price in section.prices.items():
         needed = ("prompt", "completion") if any(_priced_by(m, model, section.prices) for m in chat) else ("prompt",)
         for side in needed:

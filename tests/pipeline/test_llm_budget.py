@@ -134,6 +134,9 @@ BASE = "golden: g.yaml\ncorpus: docs/*.md\n"
     ("judge: {model: openai/j-2024-07-18}\nllm: {prices: {j: {prompt: 1.0}}}\n", r"llm.prices.j gives no 'completion'"),
     ("embedding: {provider: openai, model: e}\nllm: {prices: {e: {completion: 1.0}}}\n",
      r"llm.prices.e gives no 'prompt' price"),
+    ("judge: {model: openai/gpt-4o-2024-08-06}\nllm: {prices: {gpt-4o: {prompt: 2.5, completion: 10}, "
+     "gpt-4o-2024-05-13: {prompt: 5, completion: 15}}}\n",
+     r"judge.model: model 'openai/gpt-4o-2024-08-06' matches several llm.prices keys with different prices"),
 ])
 def test_a_half_price_in_the_config_is_refused(tmp_path, text, message):
     (tmp_path / "rageval.yml").write_text(BASE + text, encoding="utf-8")
