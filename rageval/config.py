@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 from rageval import DEFAULT_CONFIG
 from rageval.errors import ConfigError, did_you_mean
+from rageval.metrics.numbers import Unit
 from rageval.metrics.registry import is_rate, parse_metric, producible
 from rageval.models import model_rules
 from rageval.parse import (
@@ -184,6 +185,27 @@ class _Reader:
             except ValueError as exc:
                 raise self.fail(MSG_PROBLEM, dotted, key=dotted, problem=exc) from None
         return items
+
+    def read_units(self, value: Any, dotted: str, f: Field[Any]) -> tuple[str | Unit, ...]:
+        """checks.units: unit names, and ``{name, words}`` mappings that add a unit."""
+        items: list[str | Unit] = []
+        listed = [value] if isinstance(value, str | dict) else value if isinstance(value, list) else [None]
+        for i, item in enumerate(listed):
+            where = f"{dotted}[{i}]"
+            if isinstance(item, dict):
+                self.check_keys(item, ("name", "words"), where)
+                items.append(Unit(self.typed(item.get("name"), f"{where}.name", "str"),
+                                  self.str_list(item.get("words"), f"{where}.words")))
+            elif isinstance(item, str) and item:
+                items.append(item)
+            else:
+                raise self.fail(MSG_TYPE, dotted, key=dotted, got=value,
+                                expected="a list of unit names and {name: …, words: […]} entries")
+        try:
+            f.metadata["check"](items)
+        except ValueError as exc:
+            raise self.fail(MSG_PROBLEM, dotted, key=dotted, problem=exc) from None
+        return tuple(items)
 
     def read_command(self, value: Any, dotted: str, f: Field[Any]) -> tuple[str, ...] | None:
         if isinstance(value, str):

@@ -24,7 +24,8 @@ from rageval.golden import lifecycle
 from rageval.golden.corpus import Corpus
 from rageval.golden.set import Case, GoldenSet
 from rageval.pipeline.judging import judge_gate_allowed
-from rageval.pipeline.runner import Evaluation, prepare
+from rageval.pipeline.llm import LLMClient
+from rageval.pipeline.runner import Evaluation, needs_model, prepare
 from rageval.results import Noise, Progress, RunResult
 from rageval.settings import Config
 
@@ -183,6 +184,17 @@ def gate(cfg: Config, baseline: RunResult | None, *, evaluation: Evaluation | No
         [own.cost, candidate.cost], len(own.cases) + len(candidate.cases))), markdown, line, tuple(notes))
 
 
+def _sharing(evaluation: Evaluation, variant: Config) -> LLMClient | None:
+    """The model client of an attribution run: the evaluation's own (one budget, one cache), or
+    one for the variant's other ``llm`` settings that spends from the same budget."""
+    shared = evaluation.client
+    if shared is None or not needs_model(variant):
+        return None
+    if variant.llm == evaluation.cfg.llm:
+        return shared
+    return LLMClient(variant.llm, env=evaluation.env, spend=shared.spend)
+
+
 def with_attribution(cfg: Config, decision: Decision, evaluation: Evaluation | None) -> Verdict:
     """The verdict with ``attribution`` (rageval/attribution.py): the ablation runs go through the
     evaluation's own corpus, subset and environment."""
@@ -197,7 +209,8 @@ def with_attribution(cfg: Config, decision: Decision, evaluation: Evaluation | N
 
     def run_variant(variant: Config, corpus: Corpus | None) -> RunResult:
         ev = prepare(variant, env=evaluation.env, subset=evaluation.subset, golden=evaluation.golden,
-                     corpus=corpus if corpus is not None else evaluation.corpus, sections_checked=True)
+                     corpus=corpus if corpus is not None else evaluation.corpus, sections_checked=True,
+                     client=_sharing(evaluation, variant))
         return ev.run(case_ids=list(compared))
 
     found = attribution.attribute(cfg, decision.baseline, decision.candidate, verdict, corpus=evaluation.corpus,

@@ -14,7 +14,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from rageval.metrics.numbers import resolve_units
+from rageval.metrics.numbers import Unit, resolve_units
 from rageval.metrics.registry import retrieval_metric_names, zero_tolerance_names
 from rageval.metrics.rules import validate_refusal_markers
 from rageval.text import LANGUAGES, hide_password
@@ -129,7 +129,8 @@ class GateConfig:
 
 @dataclass(frozen=True)
 class ChecksConfig:
-    units: tuple[str, ...] | None = setting(None, "strs", check=resolve_units)  # None: built-in vi + en units
+    # None: built-in vi + en units; a name restricts to it; {name, words} adds a unit
+    units: tuple[str | Unit, ...] | None = setting(None, "units", check=resolve_units)
     # None: built-in phrases that mean "the documents do not say"
     refusal_markers: tuple[str, ...] | None = setting(None, "strs", check=validate_refusal_markers)
 

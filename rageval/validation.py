@@ -4,8 +4,10 @@
 (expected sections exist, the subset exists), chunks the corpus, reads a replay trace file,
 compiles the prompt template, holds the golden set's ``version`` to earlier versions of it (a
 baseline's snapshot, the file as committed at a git ref and in its recent commits: cases changed
-without a version bump, ids reused for another question) and runs the golden set's own checks
-(leaks, coverage). A problem raises a :class:`~rageval.errors.RagevalError` naming the file and
+without a version bump, ids reused for another question), checks **policy drift** against a
+baseline's corpus snapshot (a source section no longer states a number a case still expects:
+``golden_checks.policy_drift`` block → an error, warn → a warning, off) and runs the golden set's
+own checks (leaks, coverage). A problem raises a :class:`~rageval.errors.RagevalError` naming the file and
 the fix; otherwise it returns a :class:`ValidationReport`, which the CLI prints and the action can
 show. Nothing here reads the environment: the caller says which git ref to compare with.
 """
@@ -17,7 +19,7 @@ from pathlib import Path
 
 from rageval.errors import DatasetError
 from rageval.golden import lifecycle
-from rageval.golden.corpus import load_corpus
+from rageval.golden.corpus import Corpus, load_corpus
 from rageval.golden.history import git_history, reference_from_git
 from rageval.golden.set import GoldenSet, load_golden
 from rageval.metrics.aggregate import index_warnings
@@ -28,6 +30,8 @@ from rageval.results import RunResult
 from rageval.settings import Config
 
 LEAKS_FAIL_TIP = "golden_checks.leaks is 'fail'; set it to 'warn' to report leaks without failing."
+DRIFT_TIP = ("golden_checks.policy_drift is 'block'; update the cases it names (or set it to 'warn' to report drift "
+             "without failing).")
 NO_SNAPSHOT = ("{label} has no golden snapshot (written by an older rageval); version discipline not checked "
                "against it")
 NO_GIT = "version discipline not checked against git: {why}"
@@ -51,6 +55,7 @@ class ValidationReport:
     leaks: tuple[lifecycle.Leak, ...]            # warnings (under golden_checks.leaks: warn)
     coverage: lifecycle.Coverage
     warnings: tuple[str, ...] = ()               # what makes the gate say little (an index too small …)
+    drift: tuple[str, ...] = ()                  # policy drift against the baseline (golden_checks.policy_drift: warn)
 
     def lines(self) -> list[str]:
         """The report as `rageval validate` prints it, one line each."""
@@ -62,6 +67,7 @@ class ValidationReport:
             lines.append(f"ok: version {self.version} is consistent with {' and '.join(self.checked)}")
         lines += [f"warning: {w}" for w in self.warnings]
         lines += [f"warning: {leak.message()}" for leak in self.leaks]
+        lines += [f"warning: {message}" for message in self.drift]
         return lines + lifecycle.coverage_lines(self.coverage)
 
 
@@ -124,9 +130,25 @@ def validate(cfg: Config, *, subset: str | None = None, baseline: tuple[RunResul
     if cfg.generation.provider == "openai" and cfg.generation.model and cfg.generation.prompt:
         ChatGenerator(None, cfg.generation.model, cfg.generation.prompt)   # compiles the prompt template
     checked, notes = version_discipline(cfg, golden, baseline=baseline, git_ref=git_ref)
+    drift = policy_drift(cfg, golden, corpus, baseline)
     leaks, cov = lifecycle.audit_golden(cfg, golden, corpus)
     if leaks and cfg.golden_checks.leaks == "fail":
         raise DatasetError("\n".join(f"{cfg.golden}: {x.message()}" for x in leaks), tip=LEAKS_FAIL_TIP)
     return ValidationReport(cfg.path, golden.name, golden.version, len(golden.cases), len(corpus.sections),
                             len(corpus.files), len(chunks), cfg.chunking.size, tuple(checked), tuple(notes),
-                            tuple(leaks or ()), cov, tuple(index_warnings(len(chunks), cfg.retrieval.top_k)))
+                            tuple(leaks or ()), cov, tuple(index_warnings(len(chunks), cfg.retrieval.top_k)),
+                            tuple(drift))
+
+
+def policy_drift(cfg: Config, golden: GoldenSet, corpus: Corpus, baseline: tuple[RunResult, str] | None) -> list[str]:
+    """Policy drift of the working copy against the baseline's corpus snapshot, as the gate would
+    find it: DatasetError under ``golden_checks.policy_drift: block``, the messages under ``warn``."""
+    mode = cfg.golden_checks.policy_drift
+    if baseline is None or mode == "off":
+        return []
+    result, label = baseline
+    found = lifecycle.drift_since((result.corpus or {}).get("sections"), golden, corpus, cfg.checks.units)
+    messages = [f"{message} (against the baseline {label})" for _, message, _ in found]
+    if messages and mode == "block":
+        raise DatasetError("\n".join(f"{golden.path}: {m}" for m in messages), tip=DRIFT_TIP)
+    return messages

@@ -13,6 +13,7 @@ from conftest import DEMO
 from rageval.config import load_config
 from rageval.errors import DatasetError
 from rageval.golden.lifecycle import Leak
+from rageval.pipeline.runner import prepare
 from rageval.results import load_result
 from rageval.validation import ValidationReport, validate
 
@@ -92,3 +93,42 @@ def test_leaks_are_warnings_or_an_error_as_configured(tmp_path, copy_demo):
     with pytest.raises(DatasetError, match="appears in notes.md line 1") as caught:
         validate(load_config(config))
     assert "set it to 'warn'" in caught.value.tip
+
+
+# --- policy drift against the baseline (issue 21 §6) ---------------------------------------------
+@pytest.fixture(scope="module")
+def drifted(tmp_path_factory, copy_demo):
+    """The demo with a baseline run, then its policy edited: at most 3 size/colour exchanges instead
+    of 2 (DT-9, case q75 still expects 2 lần) and free installation within 30 km instead of 20 (VC-9,
+    case q93 still expects 20 km) — units outside the old built-in list."""
+    project = copy_demo(tmp_path_factory.mktemp("drift") / "banhang")
+    base = prepare(load_config(project / "rageval.yml"), env={}).run()
+    docs = project / "docs"
+    for name, old, new in (("doi-tra.md", "tối đa 2 lần", "tối đa 3 lần"),
+                           ("van-chuyen.md", "bán kính 20 km", "bán kính 30 km")):
+        text = (docs / name).read_text(encoding="utf-8")
+        assert old in text
+        (docs / name).write_text(text.replace(old, new), encoding="utf-8")
+    return project, base
+
+
+def test_validate_with_a_baseline_blocks_on_policy_drift_in_any_unit(drifted):
+    project, base = drifted
+    with pytest.raises(DatasetError) as info:
+        validate(load_config(project / "rageval.yml"), baseline=(base, "base.json"))
+    message = info.value.message
+    assert "policy drift: DT-9 no longer states 2 lần (it now states 3 lần), but q75 still expects" in message
+    assert "policy drift: VC-9 no longer states 20 km (it now states 30 km), but q93 still expects" in message
+    assert "golden.yaml" in message and "(against the baseline base.json)" in message
+    assert "golden_checks.policy_drift is 'block'" in info.value.tip
+
+
+def test_validate_reports_drift_as_a_warning_under_warn_and_not_at_all_under_off(drifted):
+    project, base = drifted
+    cfg = load_config(project / "rageval.yml")
+    warn = replace(cfg, golden_checks=replace(cfg.golden_checks, policy_drift="warn"))
+    report = validate(warn, baseline=(base, "base.json"))
+    assert len(report.drift) == 2 and any(line.startswith("warning: policy drift: DT-9") for line in report.lines())
+    off = replace(cfg, golden_checks=replace(cfg.golden_checks, policy_drift="off"))
+    assert validate(off, baseline=(base, "base.json")).drift == ()
+    assert validate(cfg).drift == ()                                 # no baseline: nothing to drift from

@@ -8,7 +8,11 @@ others listed. Only when fewer than ``gate.min_common_cases`` unchanged cases re
 than half of the PR's cases, is the run *not comparable* (floors and zero tolerance only; said in
 the verdict's title; blocking with ``gate.not_comparable: fail``). A metric only one run has (a
 new ``k``) is reported, not compared; judge-based metrics are compared only when both runs used
-the same judge (model, prompt version, faithfulness).
+the same judge (:func:`judge_identity`: the model the endpoint *served* — ``gpt-4o`` and
+``gpt-4o-2024-05-13`` are two judges when the endpoint says so — the prompt version, the
+temperature and how faithfulness was scored). When the judge changed, or main's baseline had none,
+the judge metrics are shown, not compared, and their floors are shown, not gated
+(``rageval.gate.thresholds``), until main's baseline uses the same judge.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from rageval.gate import stats
 from rageval.gate.verdict import Reason
 from rageval.metrics.judge import judge_signature
 from rageval.metrics.registry import judged_metric_names
+from rageval.records import FAIL, PASS
 from rageval.results import RunResult
 from rageval.settings import GateConfig
 
@@ -47,7 +52,11 @@ MSG_COMMON = ("golden set v{before} → v{after}: {what}; drops, pass→fail cas
               "{n} unchanged cases, floors on all {total}")
 MSG_METRICS = "metrics {which}; compared: the {n} metrics both runs have"
 MSG_JUDGE = ("{metrics} shown but not compared: the judge changed ({before} → {after}); scores from two "
-             "different evaluators are not comparable")
+             "different evaluators are not comparable, so their floors are shown, not gated, until main's baseline "
+             "uses this judge")
+MSG_JUDGE_NEW = ("{metrics} shown but not compared: main's baseline has no judge and this run is judged by {after}; "
+                 "their floors are shown, not gated, until main's baseline uses this judge")
+JUDGE_CHECKS = ("judge", "faithfulness")
 
 
 @dataclass(frozen=True)
@@ -95,18 +104,35 @@ def _metrics(baseline: RunResult, candidate: RunResult) -> tuple[frozenset[str],
                                        f"no longer measured: {', '.join(gone)}" if gone else "") if p)
         reasons.append(Reason("metrics_compared", MSG_METRICS.format(which=which, n=len(compared - set(gone))), False,
                               value=new, threshold=gone))
-    before, after = judge_signature(baseline.config), judge_signature(candidate.config)
-    if before != after and before is not None and after is not None:
-        judged = [m for m in judged_metric_names() if m in compared]
+    before, after = judge_identity(baseline), judge_identity(candidate)
+    if before != after and after is not None:
+        judged = [m for m in judged_metric_names() if m in compared and any(
+            r.summary.value(m) is not None for r in (baseline, candidate))]
         compared -= set(judged_metric_names())
         if judged:
-            reasons.append(Reason("judge_changed", MSG_JUDGE.format(
-                metrics=", ".join(judged), before=_judge_label(before), after=_judge_label(after)), False))
+            message = (MSG_JUDGE_NEW.format(metrics=", ".join(judged), after=_judge_label(after)) if before is None
+                       else MSG_JUDGE.format(metrics=", ".join(judged), before=_judge_label(before),
+                                             after=_judge_label(after)))
+            reasons.append(Reason("judge_changed", message, False))
     return frozenset(compared), reasons
 
 
+def judge_identity(run: RunResult) -> dict[str, Any] | None:
+    """Which judge judged ``run``: its ``judge_signature`` with ``model`` replaced by the models the
+    endpoint said served the judge calls (the cases' judge and faithfulness checks record them),
+    sorted; the configured name as written when no case was judged. None when no judge ran."""
+    signature = judge_signature(run.config)
+    if signature is None:
+        return None
+    served = sorted({str(check.details["model"]) for case in run.cases for name in JUDGE_CHECKS
+                     if (check := case.checks.get(name)) is not None and check.status in (PASS, FAIL)
+                     and isinstance(check.details.get("model"), str) and check.details["model"]})
+    configured = str(run.config["judge"]["model"]).strip().casefold()
+    return {**signature, "model": tuple(served) or (configured,)}
+
+
 def _judge_label(signature: Mapping[str, Any]) -> str:
-    label = signature["model"]
+    label = " + ".join(signature["model"])
     if signature.get("prompt_version"):
         label += f" prompt v{signature['prompt_version']}"
     if signature.get("temperature"):

@@ -4,7 +4,9 @@
 candidate, plus any full re-runs):
 
 * **floors** — ``value < floor`` blocks (``mrr@5 0.63 < 0.85``). A floored metric with no value
-  (n/a) blocks too: a floor that cannot be checked is never a silent pass.
+  (n/a) blocks too: a floor that cannot be checked is never a silent pass. A floor on a judge
+  metric that ``rageval.gate.compare`` did not compare (the judge changed, or main's baseline had
+  none) is shown, not gated, until main's baseline uses the same judge.
 * **max_drop** — blocks when the drop exceeds ``max(max_drop, noise_k · σ_diff)``, with
   ``σ_diff = sqrt(σ_base² + σ_cand²)`` from each RunResult's ``noise.sigma`` (unmeasured σ = 0).
   The delta is candidate − baseline of the summary values when both runs hold the same case ids,
@@ -28,7 +30,7 @@ from dataclasses import dataclass
 from rageval.gate import stats
 from rageval.gate.format import fmt, fmt_delta
 from rageval.gate.verdict import Reason
-from rageval.metrics.registry import from_retrieval
+from rageval.metrics.registry import from_retrieval, judged_metric_names
 from rageval.results import RunResult
 from rageval.settings import GateConfig
 
@@ -41,6 +43,8 @@ RerunFn = Callable[[list[str] | None], RunResult]
 MSG_FLOOR = "{metric} {value} < {floor}"
 ON_OWN = " on the PR's golden set"
 MSG_FLOOR_NA = "{metric} has no value in the candidate (n/a); the floor {floor} cannot be checked"
+MSG_FLOOR_NEW_JUDGE = (" — shown, not gated: main's baseline was not judged by this judge; floors on judge "
+                       "metrics gate once it is")
 MSG_DROP = "{metric} dropped {before} → {after} (Δ {delta}, tolerance {tol}{noise})"
 MSG_DROP_NA = "{metric} has no value in the candidate (n/a) but {before} in the baseline"
 MSG_INSUFFICIENT = ("slice {slice}: {n} {side} cases < min_slice_cases {min}; "
@@ -204,7 +208,10 @@ def _floor_check(ctx: Context, runs: Sequence[RunResult], slice_key: str | None,
     if ctx.own is not None:
         message += ON_OWN
     rule, where = _prefix(slice_key)
-    return ThresholdResult(rule + "floor", slice_key, metric, value, float(floor), failed, where + message, failed,
+    blocking = failed
+    if failed and metric in ctx.skip_drops and metric in judged_metric_names():
+        message, blocking = message + MSG_FLOOR_NEW_JUDGE, False
+    return ThresholdResult(rule + "floor", slice_key, metric, value, float(floor), failed, where + message, blocking,
                  rerunnable(metric, ctx.pipeline))
 
 

@@ -5,8 +5,9 @@ runs the modes on it."""
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,9 @@ MSG_NO_BASELINE = ("No baseline artifact '{name}' from branch '{branch}' of {rep
                    "`actions/upload-artifact` with `name: {name}` and `path: ${{{{ steps.<id>.outputs.results }}}}` "
                    "— the workflow to copy is in {docs}.")
 DOCS_FALLBACK = "docs/action.md of rag-eval-gate"
+MSG_CACHE_IGNORED = ("The response cache {path} is inside the checkout, where a pull request can commit entries, so it "
+                     "is ignored: the cache used is {outside}, outside the workspace (restore it with actions/cache "
+                     "keyed on the base branch; see docs/action.md).")
 MSG_BAD_DEFAULT_BRANCH = "GitHub API GET /repos/{repo} returned no default_branch; set the input `baseline-branch`."
 MSG_COMMENT_DENIED = ("Could not post the PR comment (HTTP {status}): the token cannot write to this pull request "
                       "(a pull request from a fork gets a read-only token, or the job lacks "
@@ -144,7 +148,31 @@ def load_action_config(ctx: ActionContext) -> Config:
         raise ActionInputError(MSG_FORK_NO_KEY.format(config=ctx.inputs.config, stages=", ".join(stages),
                                                       key=cfg.llm.api_key_env),
                                tip=TIP_FORK_NO_KEY.format(docs=ctx.docs_url()))
-    return cfg
+    return _cache_outside_checkout(ctx, cfg)
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path.resolve().is_relative_to(folder.resolve())
+
+
+def _cache_outside_checkout(ctx: ActionContext, cfg: Config) -> Config:
+    """``cfg`` with its response cache outside the checkout: a pull request can commit a cache
+    folder (a judge "pass" for every case, 0 model calls), so one inside the workspace is ignored,
+    with a notice when it exists. The cache lives in ``$XDG_CACHE_HOME`` (else ``$HOME/.cache``)
+    ``/rageval`` — in the Docker action ``${{ runner.temp }}/_github_home/.cache/rageval`` on the
+    runner — restored with actions/cache keyed on the base branch (docs/action.md)."""
+    configured = cfg.llm.cache_dir
+    if configured is not None and not _inside(configured, ctx.workspace):
+        ctx.console.log(f"response cache: {configured}")
+        return cfg
+    base = ctx.env.get("XDG_CACHE_HOME") or (str(Path(ctx.env["HOME"]) / ".cache") if ctx.env.get("HOME") else "")
+    outside = Path(base) / "rageval" if base else None
+    if outside is None or _inside(outside, ctx.workspace):
+        outside = Path(tempfile.gettempdir()) / "rageval-cache"
+    if configured is not None and configured.exists():
+        ctx.console.notice(MSG_CACHE_IGNORED.format(path=configured, outside=outside))
+    ctx.console.log(f"response cache: {outside}")
+    return replace(cfg, llm=replace(cfg.llm, cache_dir=outside))
 
 
 def choose_subset(ctx: ActionContext, golden: GoldenSet) -> str | None:

@@ -286,6 +286,17 @@ def drift_messages(drifts: Sequence[Drift]) -> list[tuple[str, str, list[str]]]:
     return out
 
 
+def drift_since(base_sections: Mapping[str, Mapping[str, Any]] | None, golden: GoldenSet, corpus: Corpus,
+                units: Sequence[Any] | None = None) -> list[tuple[str, str, list[str]]]:
+    """Policy drift of the working copy (``golden`` and ``corpus`` as they are now) against the corpus
+    snapshot of an earlier RunResult: :func:`drift_messages` of :func:`policy_drift` — what
+    `rageval validate --baseline` reports before anything runs. Nothing without a snapshot."""
+    if base_sections is None:
+        return []
+    sections = corpus_snapshot(corpus, golden, units)
+    return drift_messages(policy_drift(base_sections, sections, golden_snapshot(golden, units))[1])
+
+
 # --- leaks -----------------------------------------------------------------------------------
 
 @dataclass(frozen=True)

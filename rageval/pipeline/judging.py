@@ -8,7 +8,9 @@
   first: a case that already fails a deterministic rule (numbers, must_include, must_not_include,
   refusal) is not sent to the judge or to faithfulness — both read "not judged: failed rules" —
   unless ``judge.always`` is true. ``fresh`` (the gate's re-runs) makes every call bypass the
-  response cache.
+  response cache. When the endpoint says it served the judge call with the generator's model
+  (``rageval.models.same_model``; an alias resolved to it), the run is refused (``ConfigError``
+  naming the served model) unless ``judge.allow_same_model``.
 * :func:`load_labels` reads people's pass/fail labels (for ``rageval judge-agreement``).
 * :func:`judge_gate_allowed` refuses to gate on the judge when ``judge.min_agreement`` is set and
   the measured agreement (``judge.agreement_file``) is missing or below it.
@@ -20,11 +22,12 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from rageval.errors import DatasetError
+from rageval.errors import ConfigError, DatasetError
 from rageval.golden.set import Case
 from rageval.metrics.faithfulness import check_faithfulness, judge_with_claims
 from rageval.metrics.judge import judge_case
 from rageval.metrics.labels import parse_labels
+from rageval.models import same_model
 from rageval.parse import finite, load_json, read_bytes
 from rageval.pipeline.apps import Trace
 from rageval.pipeline.llm import LLMClient
@@ -43,6 +46,9 @@ AGREEMENT_UNREADABLE = ("judge.agreement_file {path} is not an agreement report 
 AGREEMENT_LOW = ("the judge agrees with people on {agreement:.0%} of {n} labelled cases{kappa}, below "
                  "judge.min_agreement {floor:.0%}: judge_pass is not used to gate. Improve the judge (prompt, "
                  "model) and re-measure, or lower judge.min_agreement.")
+SERVED_GENERATOR = ("judge.model '{judge}': the endpoint served '{served}', which is the generator's model "
+                    "(generation.model '{generator}'). A model grading its own answers favours them; point judge.model "
+                    "at another model, or set judge.allow_same_model: true.")
 AGREEMENT_OK = "the judge agrees with people on {agreement:.0%} of {n} labelled cases{kappa} (floor {floor:.0%})"
 
 
@@ -58,11 +64,12 @@ class CaseJudge:
 class ModelJudge(CaseJudge):
     """The judge (and optionally faithfulness) for every answered case."""
 
-    def __init__(self, client: LLMClient, cfg: JudgeConfig) -> None:
+    def __init__(self, client: LLMClient, cfg: JudgeConfig, generator: str | None = None) -> None:
         if cfg.model and client is None:
             raise ValueError("ModelJudge needs a model client when judge.model is set")
         self.client = client
         self.cfg = cfg
+        self.generator = None if cfg.allow_same_model else generator
 
     def check(self, case: Case, trace: Trace, expected_text: str,
               failed_rules: Sequence[str] = (), *, fresh: bool = False) -> dict[str, CheckResult]:
@@ -76,13 +83,22 @@ class ModelJudge(CaseJudge):
         if cfg.faithfulness and cfg.faithfulness_calls == "judge":
             judge, faithfulness = judge_with_claims(self.client, model, case.question, case.expected_answer,
                                                     expected_text, answer, context, case_id=case.id, fresh=fresh)
-            return {"judge": judge, "faithfulness": faithfulness}
+            return self._not_the_generator({"judge": judge, "faithfulness": faithfulness})
         out = {"judge": judge_case(self.client, model, case.question, case.expected_answer, expected_text, answer,
                                    case_id=case.id, fresh=fresh)}
         if cfg.faithfulness:
             out["faithfulness"] = check_faithfulness(self.client, model, case.question, answer, context,
                                                      expected_text, case_id=case.id, fresh=fresh)
-        return out
+        return self._not_the_generator(out)
+
+    def _not_the_generator(self, checks: dict[str, CheckResult]) -> dict[str, CheckResult]:
+        """``checks``, unless a judge call was served by the generator's model (then ConfigError)."""
+        for check in checks.values():
+            served = check.details.get("model")
+            if self.generator and isinstance(served, str) and same_model(served, self.generator):
+                raise ConfigError(SERVED_GENERATOR.format(judge=self.cfg.model, served=served,
+                                                          generator=self.generator))
+        return checks
 
 
 def load_labels(path: str | os.PathLike[str]) -> dict[str, bool]:

@@ -22,7 +22,7 @@ from rageval.cost import Cost
 from rageval.errors import ConfigError, ModelError, ResultError
 from rageval.golden.corpus import Corpus, load_corpus
 from rageval.metrics.judge import judge_pair
-from rageval.models import model_key
+from rageval.models import same_model
 from rageval.pipeline.llm import LLMClient
 from rageval.records import CaseResult
 from rageval.results import RunResult
@@ -99,7 +99,7 @@ def check_judge(cfg: Config, runs: Mapping[str, tuple[RunResult, str]]) -> str:
         raise ConfigError(NO_JUDGE.format(config=cfg.path))
     for role, (result, label) in runs.items():
         generator = _generator(result)
-        if generator and model_key(generator) == model_key(judge) and not cfg.judge.allow_same_model:
+        if generator and same_model(generator, judge) and not cfg.judge.allow_same_model:
             raise ConfigError(SAME_MODEL.format(config=cfg.path, judge=judge, role=role, label=label,
                                                 generator=generator))
     return judge

@@ -146,7 +146,8 @@ def prepare(cfg: Config, *, env: Mapping[str, str], subset: str | None = None, a
     if client is None and needs_model(cfg):
         client = LLMClient(cfg.llm, env=env)
     if judge is None and cfg.judge.model:
-        judge = ModelJudge(client, cfg.judge)
+        judge = ModelJudge(client, cfg.judge, generator=cfg.generation.model if cfg.generation.provider == "openai"
+                           else None)
     app = make_app(cfg, corpus, app_spec, client, env)
     return Evaluation(cfg, chosen, subset, corpus, app, client, judge or CaseJudge(),
                       getattr(app, "index_seconds", 0.0), dict(env))

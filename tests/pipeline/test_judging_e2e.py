@@ -85,7 +85,7 @@ def test_the_seed_incident_judged_end_to_end_in_one_call_per_case(seed_project, 
         "completion_tokens": len(scripted_model(q01_body).split()), "usd": 0.0}}
     assert POLICY["DT-1"] in block(q01_body, "sources")
     assert block(q01_body, "expected_answer") == cases["q01"]["expected_answer"]
-    assert result["config"]["judge"]["prompt_version"] == "2" and result["config"]["judge"]["temperature"] == 0.0
+    assert result["config"]["judge"]["prompt_version"] == "3" and result["config"]["judge"]["temperature"] == 0.0
 
 
 def test_rules_first_cases_failing_a_rule_are_not_judged(seed_project, server, tmp_path):
