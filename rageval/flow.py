@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from rageval import attribution
 from rageval.cost import Cost
 from rageval.errors import RagevalError
-from rageval.gate import report, stats, terminal
+from rageval.gate import report, stats, terminal, trend
 from rageval.gate.decide import Decision, decide
 from rageval.gate.verdict import Verdict
 from rageval.golden.corpus import Corpus
@@ -45,12 +45,14 @@ def _noise(runs: Sequence[RunResult], deterministic: bool) -> Noise:
                  deterministic=deterministic)
 
 
-def run_repeats(ev: Evaluation, repeats: int, progress: Progress | None = None) -> RunResult:
+def run_repeats(ev: Evaluation, repeats: int, progress: Progress | None = None, *,
+                previous: RunResult | None = None) -> RunResult:
     """Run the eval ``repeats`` times to measure noise. Deterministic stages run once: later runs
     reuse the first run's retrieval and call only the model stages, with the cache bypassed. When
     nothing in the pipeline calls a model, the runs would be identical, so one run is made and
     its noise is recorded as zero. The result's summary metrics are the mean over the runs; its
-    cost is the first run's, with the repeats' under ``cost.rerun``."""
+    cost is the first run's, with the repeats' under ``cost.rerun``. ``previous``: the branch's
+    baseline before this one, whose history (and itself) this one carries (``rageval.gate.trend``)."""
     if repeats < 1:
         raise RagevalError(f"--repeats must be at least 1, got {repeats}.")
     first = ev.run(progress=progress)
@@ -63,7 +65,8 @@ def run_repeats(ev: Evaluation, repeats: int, progress: Progress | None = None) 
         summary=replace(first.summary, metrics=mean), repeats=repeats, noise=_noise(runs, ev.deterministic),
         flaky=tuple(stats.flaky_cases([{c.id: c.passed for c in r.cases} for r in runs]) if len(runs) > 1 else ()),
         cost=with_reruns(first.cost, runs[1:]),
-        timings={k: round(sum(r.timings.get(k, 0.0) for r in runs), 3) for k in first.timings})
+        timings={k: round(sum(r.timings.get(k, 0.0) for r in runs), 3) for k in first.timings},
+        history=trend.carried(previous, trend.gated_metrics(ev.cfg.gate), ev.cfg.report.history))
 
 
 def with_reruns(cost: Cost, reruns: Sequence[RunResult]) -> Cost:

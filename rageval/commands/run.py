@@ -11,6 +11,7 @@ from rageval.config import load_config
 from rageval.errors import EXIT_OK
 from rageval.files import write_json
 from rageval.gate import terminal
+from rageval.results import load_result
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
@@ -27,7 +28,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 def baseline(args: argparse.Namespace, out: TextIO) -> int:
     cfg = load_config(args.config)
     ev = build_evaluation(cfg, args.subset, None)
-    result = flow.run_repeats(ev, args.repeats, progress=ProgressPrinter("rageval baseline", args.err))
+    previous = load_result(args.previous) if args.previous else None
+    result = flow.run_repeats(ev, args.repeats, progress=ProgressPrinter("rageval baseline", args.err),
+                              previous=previous)
     write_json(args.out, result)
     out.write(terminal.render_run_table(result) + "\n" + terminal.render_noise(result) + "\n")
     out.write(f"wrote {args.out}\n")
