@@ -93,12 +93,14 @@ class GateOutcome:
 
 def gate(cfg: Config, baseline: RunResult | None, *, evaluation: Evaluation | None = None,
          candidate: RunResult | None = None, expected: Sequence[Case] | None = None,
-         progress: Progress | None = None, on_rerun: RerunLog | None = None) -> GateOutcome:
+         progress: Progress | None = None, on_rerun: RerunLog | None = None,
+         full_report: str | None = None) -> GateOutcome:
     """Gate a PR: run ``evaluation`` (or take a finished ``candidate``, which then cannot be
     re-run), decide against ``baseline`` — re-running through the evaluation near a threshold —
     and render the report. ``expected``: the golden cases the candidate must answer (default:
     the evaluation's cases); one it lacks is a failing case. The re-runs' model calls, made with
-    the cache bypassed, are counted apart: ``candidate.cost.rerun`` and ``verdict.reran.cost``."""
+    the cache bypassed, are counted apart: ``candidate.cost.rerun`` and ``verdict.reran.cost``.
+    ``full_report``: where the HTML report will be, for the comment's link."""
     if (evaluation is None) == (candidate is None):
         raise ValueError("flow.gate needs exactly one of evaluation and candidate")
     rerun = None
@@ -125,7 +127,7 @@ def gate(cfg: Config, baseline: RunResult | None, *, evaluation: Evaluation | No
         cost = with_reruns(candidate.cost, reruns)
         candidate = candidate.replace(cost=cost)
         verdict = replace(verdict, reran=replace(verdict.reran, cost=cost.rerun))
-    markdown = report.render_markdown(verdict, decision.baseline, candidate, cfg.report)
+    markdown = report.render_markdown(verdict, decision.baseline, candidate, cfg.report, full_report=full_report)
     line = terminal.render_summary_line(verdict, title=cfg.report.title)
     return GateOutcome(verdict, decision.baseline, candidate, markdown, line, tuple(notes))
 

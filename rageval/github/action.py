@@ -52,6 +52,7 @@ from rageval.errors import (
 )
 from rageval.files import to_json, write_text
 from rageval.gate import terminal
+from rageval.gate.page import render_html
 from rageval.github.baseline import fetch_baseline
 from rageval.github.client import GitHubClient
 from rageval.github.comment import MAX_COMMENT_CHARS, comment_marker, upsert_comment
@@ -95,6 +96,9 @@ MSG_COMMENT_FAILED = "Could not post the PR comment: {error} The report is in th
 RUNNING_BODY = ("### ⏳ {title}: evaluation running…\n\n"
                 "Running {n} golden case{s}{subset} with `{config}`{baseline}. This comment is replaced with the "
                 "report when the run ends{link}.\n")
+MSG_NO_HISTORY = ("Main's trend starts again with this baseline: the previous baseline of branch '{branch}' could "
+                  "not be read ({error}). The baseline job needs `permissions: actions: read` to read it.")
+FULL_REPORT = "\n📊 **[Full report]({url})**: every case, its retrieved chunks and checks, and main's trend (an HTML file in this run's artifacts).\n"
 ERROR_BODY = ("### ⚠️ {title}: the evaluation did not finish\n\n```\n{message}\n```\n\n"
               "Exit code {code}; see the job log{link}.\n")
 
@@ -134,6 +138,12 @@ class _Context:
     def run_url(self) -> str | None:
         server, repo, run = (self.env.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID"))
         return f"{server}/{repo}/actions/runs/{run}" if server and repo and run else None
+
+    def report_url(self) -> str | None:
+        """Where the HTML report is found: the run's artifacts (upload-artifact runs after us,
+        so the artifact's own id is not known yet)."""
+        url = self.run_url()
+        return f"{url}#artifacts" if url else None
 
     def link(self) -> str:
         url = self.run_url()
@@ -253,29 +263,31 @@ def _comment(ctx: _Context, body: str) -> None:
             ctx.console.warning(MSG_COMMENT_FAILED.format(error=exc.message))
 
 
-def _report_path(results_path: str) -> str:
+def _report_path(results_path: str, suffix: str = ".md") -> str:
     p = Path(results_path)
-    return str(p.with_suffix(".md") if p.suffix else p.with_name(p.name + ".md"))
+    return str(p.with_suffix(suffix) if p.suffix else p.with_name(p.name + suffix))
 
 
-def _finish(ctx: _Context, *, verdict: str, markdown: str, result: RunResult, pass_to_fail: list[str]) -> None:
-    """Write results, the report file, the step summary and the outputs."""
+def _finish(ctx: _Context, *, verdict: str, markdown: str, result: RunResult, pass_to_fail: list[str],
+            html: str) -> None:
+    """Write results, the report files (markdown, HTML), the step summary and the outputs."""
     results_rel = ctx.inputs.results_path
-    report_rel = _report_path(results_rel)
+    report_rel, html_rel = _report_path(results_rel), _report_path(results_rel, ".html")
     markdown = ctx.console.redact(markdown)   # a secret a model echoed stays out of every file
     data = redact_json(result.to_dict(), ctx.console.redact)
     # as write_json writes it; never through a link (the checkout is the pull request's: rageval.files)
     write_text(ctx.path(results_rel), to_json(data, compact=result.compact_json), links=False)
     write_text(ctx.path(report_rel), markdown, links=False)
+    write_text(ctx.path(html_rel), ctx.console.redact(html), links=False)     # rendered from redacted text too
     summary = ctx.env.get("GITHUB_STEP_SUMMARY")
     if summary:
         append_text(summary, markdown)
     outputs = ctx.env.get("GITHUB_OUTPUT")
     if outputs:
         for name, value in (("verdict", verdict), ("results", results_rel), ("report", report_rel),
-                            ("pass-to-fail", ",".join(pass_to_fail))):
+                            ("html", html_rel), ("pass-to-fail", ",".join(pass_to_fail))):
             write_output(outputs, name, ctx.console.redact(value))
-    ctx.console.log(f"wrote {results_rel} and {report_rel}")
+    ctx.console.log(f"wrote {results_rel}, {report_rel} and {html_rel}")
 
 
 def _running_body(ctx: _Context, cfg: Config, n: int, subset: str | None) -> str:
@@ -292,7 +304,8 @@ def _decide(ctx: _Context, cfg: Config, ev: Evaluation, subset: str | None) -> f
     with ctx.console.group(f"rageval {ctx.mode}: {n} cases{f' (subset {subset})' if subset else ''}"):
         outcome = flow.gate(cfg, baseline, evaluation=ev, progress=Progress(ctx.console, f"rageval {ctx.mode}"),
                             on_rerun=lambda ids: ctx.console.log(
-                                f"re-running {'all cases' if ids is None else ', '.join(ids)} with caches bypassed"))
+                                f"re-running {'all cases' if ids is None else ', '.join(ids)} with caches bypassed"),
+                            full_report=ctx.report_url())
     for note in outcome.notes:
         ctx.console.notice(note)
     return outcome
@@ -321,8 +334,10 @@ def _run_gate(ctx: _Context) -> int:
     ctx.console.log(outcome.line)
     for reason in verdict.reasons:
         ctx.console.log(f"  {'BLOCK' if reason.blocking else 'note '} {reason.message}")
+    html = render_html(outcome.candidate, baseline=outcome.baseline, verdict=verdict, cfg=cfg.report,
+                       redact=ctx.console.redact)
     _finish(ctx, verdict=verdict.verdict, markdown=outcome.markdown, result=outcome.candidate,
-            pass_to_fail=list(verdict.pass_to_fail))
+            pass_to_fail=list(verdict.pass_to_fail), html=html)
     _comment(ctx, outcome.markdown)
     ctx.set_status("failure" if verdict.blocked else "success", outcome.line)
     if verdict.blocked:
@@ -336,8 +351,10 @@ def _run_baseline(ctx: _Context) -> int:
     cfg = _load(ctx)
     subset = None if ctx.inputs.subset in (None, ALL_CASES) else ctx.inputs.subset
     ev = prepare(cfg, subset=subset, env=app_env(ctx.env))
+    previous = _previous_baseline(ctx, cfg)
     with ctx.console.group(f"rageval baseline: {len(ev.golden.cases)} cases × {ctx.inputs.repeats} repeats"):
-        result = flow.run_repeats(ev, ctx.inputs.repeats, progress=Progress(ctx.console, "rageval baseline"))
+        result = flow.run_repeats(ev, ctx.inputs.repeats, progress=Progress(ctx.console, "rageval baseline"),
+                                  previous=previous)
     table, noise_line = terminal.render_run_table(result), terminal.render_noise(result)
     ctx.console.log(table)
     ctx.console.log(noise_line)
@@ -346,9 +363,37 @@ def _run_baseline(ctx: _Context) -> int:
                 f"Upload `{ctx.inputs.results_path}` with `actions/upload-artifact` as "
                 f"`{ctx.inputs.baseline_artifact}` so pull requests compare against it.\n\n"
                 f"```\n{table}\n```\n\n{noise_line}\n")
-    _finish(ctx, verdict="none", markdown=markdown, result=result, pass_to_fail=[])
+    if ctx.report_url():
+        markdown += FULL_REPORT.format(url=ctx.report_url())
+    _finish(ctx, verdict="none", markdown=markdown, result=result, pass_to_fail=[],
+            html=render_html(result, cfg=cfg.report, redact=ctx.console.redact))
     ctx.set_status("success", f"{cfg.report.title}: baseline written ({len(result.cases)} cases)")
     return EXIT_OK
+
+
+def _previous_baseline(ctx: _Context, cfg: Config) -> RunResult | None:
+    """The branch's newest baseline artifact (``baseline-path`` if given): the new baseline carries
+    its history and itself (main's trend, ``report.history`` long). Not finding it starts the
+    history; not reading it is a warning, never a failure — a bad artifact must not stop every
+    baseline after it — and the history starts again."""
+    if cfg.report.history == 0:
+        return None
+    branch = ctx.inputs.baseline_branch or ctx.event.branch or ctx.event.default_branch or "main"
+    try:
+        if ctx.inputs.baseline_path:
+            return load_result(ctx.path(ctx.inputs.baseline_path), BaselineError)
+        owner, repo = ctx.repository
+        found = fetch_baseline(ctx.client("reading the previous baseline"), owner, repo, ctx.inputs.baseline_artifact,
+                               branch, now=ctx.now)
+    except (ActionInputError, BaselineError, GithubError) as exc:
+        ctx.console.warning(MSG_NO_HISTORY.format(branch=branch, error=exc.message))
+        return None
+    if found is None:
+        ctx.console.log(f"no earlier baseline artifact '{ctx.inputs.baseline_artifact}' on '{branch}': "
+                        "main's trend starts with this one")
+        return None
+    ctx.console.log(f"previous baseline: artifact id {found[1].get('id')} ({len(found[0].history)} earlier entries)")
+    return found[0]
 
 
 def _start(env: Mapping[str, str], console: Console, now: datetime | None,
