@@ -69,6 +69,12 @@ class Browser:
         os.close(to_child)
         os.close(from_child)
 
+    @staticmethod
+    def version(executable: str) -> str:
+        """``Chromium 156.0.…`` as the executable reports it."""
+        done = subprocess.run([executable, "--version"], capture_output=True, text=True, timeout=30, check=False)
+        return done.stdout.strip()
+
     def __enter__(self) -> Browser:
         return self
 
@@ -197,7 +203,7 @@ class Page:
         self.send("Input.insertText", {"text": text})
 
     def screenshot(self, path: Path, *, full_page: bool = True, clip: dict[str, float] | None = None) -> None:
-        params: dict[str, Any] = {"format": "png", "captureBeyondViewport": full_page}
+        params: dict[str, Any] = {"format": "png", "captureBeyondViewport": full_page or clip is not None}
         if clip is not None:
             params["clip"] = {**clip, "scale": 1}
         elif full_page:

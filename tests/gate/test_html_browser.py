@@ -176,11 +176,20 @@ def test_a_compressed_page_reads_its_data_and_opens_a_case(browser, tmp_path):
     assert 'data-encoding="gzip-base64"' in html
     path = tmp_path / "big.html"
     path.write_text(html, encoding="utf-8")
-    page = browser.open(path.as_uri() + "#case=q0123")
+    page = browser.open(path.as_uri() + "#case=q0450")          # past the first page of rows
     assert page.wait_for(READY) == "1"
-    assert page.wait_for("document.querySelector('.case-detail h3').textContent") == "q0123"
+    assert page.wait_for("document.querySelector('.case-detail h3').textContent") == "q0450"
     assert page.evaluate("Array.from(document.querySelectorAll('.case-detail mark')).map(m => m.textContent)") == \
         ["7 ngày", "30 ngày"]
+    # 200 rows at a time (and the open one): a long table stays quick; "Show more" adds 200
+    assert page.evaluate(VISIBLE_ROWS) == 201
+    assert page.evaluate("document.getElementById('f-count').textContent") == \
+        "showing 201 of 600 matching cases (600 in all)"
+    page.key("Escape", 27)
+    page.evaluate("document.getElementById('f-more').click()")
+    assert page.evaluate(VISIBLE_ROWS) == 400
+    page.evaluate("document.getElementById('f-q').value = 'q04'; document.getElementById('f-q').dispatchEvent(new Event('input'))")
+    assert page.evaluate(VISIBLE_ROWS) == 100 and page.evaluate("document.getElementById('f-more').hidden")
     assert page.errors == []
 
 

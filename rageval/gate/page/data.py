@@ -12,6 +12,7 @@ secrets redacted) and is cut at ``TEXT_MAX_CHARS``.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -63,11 +64,19 @@ def change_of(case_id: str, before: CaseResult | None, after: CaseResult | None,
 
 # --- numbers that differ ----------------------------------------------------------------------
 
-def _starts_number(word: str) -> bool:
-    if any(ch.isdigit() for ch in word) or "$" in word:
-        return True
-    bare = re.sub(r"\W", "", word.casefold())
+_DIGIT_OR_DOLLAR = re.compile(r"[\d$]")
+_NOT_WORD = re.compile(r"\W")
+
+
+@functools.lru_cache(maxsize=8192)
+def _is_number_word(word: str) -> bool:
+    """"bảy", "seven", "a": a word the number reader reads (answers repeat their words: memoised)."""
+    bare = _NOT_WORD.sub("", word.casefold())
     return bool(bare) and NumberReader([bare]).number(0) is not None
+
+
+def _starts_number(word: str) -> bool:
+    return _DIGIT_OR_DOLLAR.search(word) is not None or _is_number_word(word)
 
 
 def _utf16(text: str, index: int) -> int:
@@ -95,18 +104,21 @@ def _mention(text: str, words: list[tuple[int, int]], i: int) -> tuple[int, set[
 def _spans(text: str, wanted: set[str]) -> Iterator[tuple[int, int]]:
     """(start, end) character spans of the mentions of ``wanted`` quantities in ``text``: from each
     word that can start a number, the run of words that reads as a quantity."""
+    numeric = {w for w in set(text.split()) if _starts_number(w)}
+    if not numeric:
+        return
     words = [(m.start(), m.end()) for m in _WORD.finditer(text)]
-    i = 0
-    while i < len(words):
-        found = _mention(text, words, i) if _starts_number(text[words[i][0]:words[i][1]]) else None
+    free = 0                                   # the first word not inside a mention already read
+    for i, (a, b) in enumerate(words):
+        if i < free or text[a:b] not in numeric:
+            continue
+        found = _mention(text, words, i)
         if found is None:
-            i += 1
             continue
         last, quantities = found
         if quantities & wanted:
-            start = words[i][0]
-            yield start, start + len(text[start:words[last][1]].rstrip(_TRAILING))
-        i = last + 1
+            yield a, a + len(text[a:words[last][1]].rstrip(_TRAILING))
+        free = last + 1
 
 
 def number_marks(text: str | None, other: str | None) -> tuple[list[list[int]], list[str]]:

@@ -19,6 +19,7 @@ import gzip
 import hashlib
 import json
 from collections.abc import Callable
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,7 @@ def encode_data(data: Any) -> tuple[str, str]:
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     raw = text.encode("utf-8")
     if len(raw) > COMPRESS_ABOVE:
-        return "gzip-base64", base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
+        return "gzip-base64", base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode("ascii")
     return "json", text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
@@ -64,15 +65,21 @@ def _csp_hash(text: str) -> str:
     return "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
 
 
-def _environment(clean: Callable[[str], str]) -> jinja2.Environment:
-    """Autoescaping HTML; every plain string printed is ``clean``-ed first (``finalize``)."""
-    def finalize(value: Any) -> Any:
-        if isinstance(value, str) and not isinstance(value, Markup):
-            return clean(value)
-        return value
+#: the ``clean`` of the page being rendered (the caller's redaction is part of it)
+_CLEAN: ContextVar[Callable[[str], str]] = ContextVar("clean", default=default_clean)
+
+
+def _finalize(value: Any) -> Any:
+    """Every plain string printed is ``clean``-ed first (Markup is ours: the data block, style, script)."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return _CLEAN.get()(value)
+    return value
+
+
+def _environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                             finalize=finalize)
+                             finalize=_finalize)
     env.filters.update(num=lambda v: "n/a" if v is None else fmt(v), delta=fmt_delta, threshold=_threshold,
                        level=charts.delta_level, rank=lambda v: "—" if v is None else str(v))
     return env
@@ -86,6 +93,9 @@ def _threshold(threshold: Threshold | None) -> str:
     if threshold.max_drop is not None:
         parts.append(f"Δ ≥ {fmt_delta(-threshold.max_drop)}")
     return "; ".join(parts) or "—"
+
+
+_ENV = _environment()
 
 
 # --- what the page shows -----------------------------------------------------------------------
@@ -177,7 +187,10 @@ def render_html(run: RunResult, *, baseline: RunResult | None = None, verdict: V
     encoding, block = encode_data(data)
     css = (TEMPLATES / "report.css").read_text(encoding="utf-8")
     js = (TEMPLATES / "report.js").read_text(encoding="utf-8")
-    env = _environment(clean)
-    return env.get_template("report.html.j2").render(
-        **_context(run, baseline, verdict, data, cfg, title), css=Markup(css), js=Markup(js),
-        style_hash=_csp_hash(css), script_hash=_csp_hash(js), data_encoding=encoding, data_block=Markup(block))
+    token = _CLEAN.set(clean)
+    try:
+        return _ENV.get_template("report.html.j2").render(
+            **_context(run, baseline, verdict, data, cfg, title), css=Markup(css), js=Markup(js),
+            style_hash=_csp_hash(css), script_hash=_csp_hash(js), data_encoding=encoding, data_block=Markup(block))
+    finally:
+        _CLEAN.reset(token)

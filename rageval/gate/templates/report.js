@@ -9,7 +9,8 @@
   var rows = table ? Array.prototype.slice.call(table.tBodies[0].rows) : [];
   var gate = root.getAttribute("data-mode") === "gate";
   var data = null, byId = {}, hay = [], opened = null;
-  var state = { q: "", status: "", slice: "", check: "", rank: null };
+  var PAGE = 200;                         // rows shown at a time: a long table stays quick to lay out
+  var state = { q: "", status: "", slice: "", check: "", rank: null, limit: PAGE };
 
   function fold(s) {
     return String(s).normalize("NFD").replace(/[\u0300-\u036f]/g, "").replace(/[đĐ]/g, "d").toLowerCase();
@@ -67,16 +68,26 @@
   }
 
   function apply() {
-    var shown = 0;
+    var matched = 0, shown = 0;
     rows.forEach(function (row) {
       var i = +row.getAttribute("data-i");
-      var ok = matches(data.cases[i], i) || (opened && opened.row === row);
-      row.hidden = !ok;
+      var isOpen = opened !== null && opened.row === row;
+      var hit = matches(data.cases[i], i);
+      if (hit) { matched++; }
+      var ok = isOpen || (hit && matched <= state.limit);
+      if (row.hidden === ok) { row.hidden = !ok; }
       if (ok) { shown++; }
     });
     if (opened) { opened.detail.hidden = opened.row.hidden; }
-    document.getElementById("f-count").textContent = shown === rows.length ? rows.length + " cases"
-      : "showing " + shown + " of " + rows.length + " cases";
+    var count = document.getElementById("f-count");
+    if (shown >= matched) {
+      count.textContent = matched === rows.length ? rows.length + " cases" : "showing " + matched + " of " + rows.length + " cases";
+    } else {
+      count.textContent = "showing " + shown + " of " + matched + " matching cases (" + rows.length + " in all)";
+    }
+    var more = document.getElementById("f-more");
+    more.hidden = matched <= state.limit;
+    more.textContent = "Show " + Math.min(PAGE, Math.max(0, matched - state.limit)) + " more cases";
   }
 
   function marked(text, marks) {
@@ -179,7 +190,7 @@
     return art;
   }
 
-  function shut(restoreFocus) {
+  function shut(restoreFocus, reopening) {
     if (!opened) { return; }
     var row = opened.row;
     opened.detail.remove();
@@ -187,26 +198,23 @@
     opened = null;
     if (location.hash.indexOf("#case=") === 0) { history.replaceState(null, "", location.pathname + location.search); }
     if (restoreFocus) { row.querySelector("a").focus(); }
-    apply();
+    if (!reopening) { apply(); }
   }
 
   function open(id) {
     var i = byId[id];
     if (i === undefined) { return false; }
-    shut(false);
-    var row = rows.filter(function (r) { return +r.getAttribute("data-i") === i; })[0];
+    shut(false, true);
+    var row = rows[i];
     var tr = el("tr", "detail"), td = el("td");
     td.colSpan = row.cells.length;
     td.appendChild(detailView(data.cases[i]));
     tr.appendChild(td);
     row.parentNode.insertBefore(tr, row.nextSibling);
     row.classList.add("open");
-    row.hidden = false;
     opened = { row: row, detail: tr };
-    var heading = td.querySelector("h3");
-    heading.focus({ preventScroll: true });
-    row.scrollIntoView({ block: "start" });
-    apply();
+    if (row.hidden) { apply(); }
+    td.querySelector("h3").focus();          // and scrolled into view: one layout, not two
     return true;
   }
 
@@ -220,6 +228,7 @@
     holder.textContent = "";
     document.querySelectorAll(".grid .cell.active").forEach(function (c) { c.classList.remove("active"); });
     state.rank = before === null ? null : { before: before, after: after, top: top };
+    state.limit = PAGE;
     if (state.rank) {
       var b = el("button", null, "rank " + before + " → " + after + " ✕");
       b.type = "button";
@@ -241,6 +250,7 @@
         var input = document.getElementById(spec[0]);
         input.addEventListener(spec[2], function () {
           state[spec[1]] = spec[1] === "q" ? fold(input.value.trim()) : input.value;
+          state.limit = PAGE;
           apply();
         });
       });
@@ -272,6 +282,10 @@
         }
       });
     }
+    document.getElementById("f-more").addEventListener("click", function () {
+      state.limit += PAGE;
+      apply();
+    });
     document.addEventListener("keydown", function (ev) { if (ev.key === "Escape" && opened) { shut(true); } });
     window.addEventListener("hashchange", route);
   }
@@ -297,6 +311,7 @@
     wire();
     apply();
     route();
+    root.setAttribute("data-ready-ms", String(Math.round(performance.now())));   // since navigation started
     root.setAttribute("data-ready", "1");
   }).catch(fail);
 })();
