@@ -168,13 +168,17 @@ class Trend:
         return text
 
     def summary(self) -> str:
-        """``main 0.91 (0.88–0.91 over 6 baselines); this PR 0.87``"""
-        main = [p for p in self.main if p.value is not None]
+        """``main 0.91 (0.88–0.91 over 6 baselines); this PR 0.87`` — the range over main's last
+        segment only: values across a break are not compared."""
+        last = [p for p in next((s for s in reversed(self.segments()) if any(not q.pr for q in s)), ()) if not p.pr]
+        main = [p for p in last if p.value is not None]
         parts = []
         if main:
             low, high = min(p.value for p in main), max(p.value for p in main)  # type: ignore[type-var]
             span = f"{fmt(low)}–{fmt(high)}" if high - low >= EPS else fmt(low)
-            parts.append(f"main {fmt(main[-1].value)} ({span} over {len(self.main)} baselines)")
+            since = " with this golden set and judge" if len(last) < len(self.main) else ""
+            parts.append(f"main {fmt(main[-1].value)} ({span} over {len(last)} baseline{'s' if len(last) != 1 else ''}"
+                         f"{since})")
         if self.pr is not None:
             parts.append(f"this PR {fmt(self.pr.value)}")
         return "; ".join(parts)

@@ -89,7 +89,9 @@ def test_the_sparkline_scales_all_points_and_marks_the_break_and_the_pr():
     # one scale over 0.80–0.95: 0.80 → ▁, 0.90 → round(0.667·7)=5 ▆, 0.85 → round(2.33)=2 ▃, 0.95 → █
     assert trend.sparkline() == "▁▆·" + BREAK + "▃ → █"
     assert trend.breaks() == [3] and [len(s) for s in trend.segments()] == [3, 2]
-    assert trend.summary() == "main 0.85 (0.80–0.90 over 4 baselines); this PR 0.95"
+    assert trend.summary() == "main 0.85 (0.85 over 1 baseline with this golden set and judge); this PR 0.95"
+    assert Trend("x", (point(0.8), point(0.9), point(0.7, pr=True))).summary() == \
+        "main 0.90 (0.80–0.90 over 2 baselines); this PR 0.70"
     flat = Trend("hit@3", (point(1.0), point(1.0), point(1.0, pr=True)))
     assert flat.sparkline() == "▄▄ → ▄"
     assert Trend("x", (point(0.5), point(0.7, "g v4", pr=True))).sparkline() == f"▁ {BREAK} █"
