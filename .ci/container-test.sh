@@ -19,13 +19,15 @@
 #    file-command files mounted:
 #    - baseline on a push to main (no network), in a workspace that is a git checkout owned by uid
 #      1001 (the RunResult's git_sha is its HEAD), then the next steps' reads as uid 1001 (setpriv):
-#      the results and the report, as actions/upload-artifact reads them;
+#      the results and the reports (markdown, HTML), as actions/upload-artifact reads them;
 #    - baseline of the demo's model config against the OpenAI-compatible fake on the host
 #      (.ci/fakes.py openai): the response cache files it writes, read as uid 1001 (actions/cache);
 #    - the upload-artifact step (as uid 1001) zips the baseline; the fake GitHub on the host
-#      (.ci/fakes.py github) serves it as main's artifact; a gate run on a pull_request with the
-#      incident's 800-token config downloads it and is blocked, with the sticky comment and the
-#      commit status pending → failure; a bad input ends the status in error;
+#      (.ci/fakes.py github) serves it as main's artifact to a second baseline run on main, which
+#      carries it in its history (main's trend); that second baseline is then main's artifact, and
+#      a gate run on a pull_request with the incident's 800-token config downloads it and is
+#      blocked, with the sticky comment (its trend lines and "Full report" link), the HTML report
+#      (0644) and the commit status pending → failure; a bad input ends the status in error;
 #    - the team's service as a job service container (`services: rag:`): a container on a
 #      job network with the alias `rag`, reached by the action at http://rag:8000/answer;
 #    - a hostile command app (tests/github/hostile_app.py): it runs as rageval-app, reads no
@@ -313,11 +315,13 @@ scenario() {  # every run of step 4 on image $IMAGE
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["schema_version"]==2 and d["cases"], d.keys()' \
     "$WS/baseline/rageval-baseline.json" || fail "baseline: results file is not a RunResult"
   grep -q "baseline" "$SUMMARY" || fail "baseline: step summary is empty"
-  readable_by_runner "$WS/baseline/rageval-baseline.json" "$WS/baseline/rageval-baseline.md"
-  no_secret "$OUT" "$OUTPUT" "$SUMMARY" "$WS/baseline/rageval-baseline.json"
+  [ "$(output_value "$OUTPUT" html)" = baseline/rageval-baseline.html ] || fail "baseline: html output"
+  readable_by_runner "$WS/baseline/rageval-baseline.json" "$WS/baseline/rageval-baseline.md" \
+    "$WS/baseline/rageval-baseline.html"
+  no_secret "$OUT" "$OUTPUT" "$SUMMARY" "$WS/baseline/rageval-baseline.json" "$WS/baseline/rageval-baseline.html"
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["git_sha"] == sys.argv[2], d["git_sha"]' \
     "$WS/baseline/rageval-baseline.json" "$head" || fail "baseline: git_sha is not the checkout's HEAD $head"
-  say "baseline: results and report are 0644 and uid $RUNNER_UID reads them (upload-artifact); git_sha $head"
+  say "baseline: results and reports are 0644 and uid $RUNNER_UID reads them (upload-artifact); git_sha $head"
 
   # the response cache: the demo's model config (generation by a model; no judge, so the fake's
   # plain answers suffice) against the OpenAI-compatible fake on the host
@@ -341,9 +345,29 @@ scenario() {  # every run of step 4 on image $IMAGE
 with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as zf: zf.writestr("rageval-baseline.json", sys.stdin.buffer.read())' \
     "$WORK/$tag/artifact/baseline.zip" || fail "uid $RUNNER_UID could not read the baseline for the artifact"
 
-  # gate: a pull_request with the incident's 800-token config; the baseline from the fake GitHub
-  start_fake github github --token "$TOKEN" --state-file "$WORK/$tag/github-state.json" \
+  # a second baseline on main: it reads the first one (main's artifact) and carries it in its history
+  start_fake github-main github --token "$TOKEN" --state-file "$WORK/$tag/github-main-state.json" \
     --artifact "rageval-baseline=main=$WORK/$tag/artifact/baseline.zip"
+  run_action baseline2 host push refs/heads/main "$PUSH" \
+    INPUT_CONFIG=examples/banhang/rageval.yml INPUT_MODE=auto INPUT_REPEATS=1 \
+    INPUT_RESULTS-PATH=baseline/rageval-baseline-2.json "GITHUB_API_URL=http://127.0.0.1:$PORT/api/v3"
+  stop_fake
+  [ "$RC" = 0 ] || { show; fail "the second baseline exited $RC, expected 0"; }
+  python3 - "$WS/baseline/rageval-baseline.json" "$WS/baseline/rageval-baseline-2.json" <<'PY' || fail "the second baseline does not carry the first in its history"
+import json, sys
+first, second = (json.load(open(p)) for p in sys.argv[1:])
+(entry,) = second["history"]
+assert entry["date"] == first["created_at"] and entry["golden_version"] == first["golden"]["version"], entry
+print("    history: the second baseline carries the first (" + ", ".join(f"{k} {v:.2f}" for k, v in entry["metrics"].items()) + ")")
+PY
+  readable_by_runner "$WS/baseline/rageval-baseline-2.json" "$WS/baseline/rageval-baseline-2.html"
+  as_runner cat "$WS/baseline/rageval-baseline-2.json" | python3 -c 'import sys, zipfile
+with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as zf: zf.writestr("rageval-baseline.json", sys.stdin.buffer.read())' \
+    "$WORK/$tag/artifact/baseline-2.zip" || fail "uid $RUNNER_UID could not read the second baseline"
+
+  # gate: a pull_request with the incident's 800-token config; main's newest baseline from the fake GitHub
+  start_fake github github --token "$TOKEN" --state-file "$WORK/$tag/github-state.json" \
+    --artifact "rageval-baseline=main=$WORK/$tag/artifact/baseline-2.zip"
   local api="http://127.0.0.1:$PORT/api/v3"
   run_action gate host pull_request refs/pull/7/merge "$PR" \
     INPUT_CONFIG=examples/banhang/rageval-800.yml INPUT_MODE=auto INPUT_STATUS-CONTEXT=rag-eval \
@@ -358,9 +382,16 @@ with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as zf: zf.writestr(
   grep -q "^::error" "$OUT" || fail "gate: a blocked run printed no ::error:: line"
   grep -q "^::group::" "$OUT" || fail "gate: no ::group:: around the run log"
   head -1 "$OUT" | grep -qx "::add-mask::$TOKEN" || fail "gate: the token was not masked first"
-  readable_by_runner "$WS/out/pr.json" "$WS/out/pr.md"
-  no_secret "$OUT" "$OUTPUT" "$SUMMARY" "$WS/out/pr.json" "$WS/out/pr.md"
+  [ "$(output_value "$OUTPUT" html)" = out/pr.html ] || fail "gate: html output is not out/pr.html"
+  readable_by_runner "$WS/out/pr.json" "$WS/out/pr.md" "$WS/out/pr.html"
+  no_secret "$OUT" "$OUTPUT" "$SUMMARY" "$WS/out/pr.json" "$WS/out/pr.md" "$WS/out/pr.html"
+  grep -q "RAG eval gate: blocked" "$WS/out/pr.html" || fail "gate: the HTML report is not the blocked gate's"
+  grep -qF "[Full report](https://github.example/acme/shop/actions/runs/42#artifacts)" "$WS/out/pr.md" \
+    || fail "gate: the comment does not link the full report"
+  grep -qF "**Trend on main** (last 2 baselines → this PR)" "$WS/out/pr.md" \
+    || { grep -n "Trend" "$WS/out/pr.md" || true; fail "gate: no trend line after two baselines on main"; }
   say "gate: verdict $verdict, pass-to-fail: $(output_value "$OUTPUT" pass-to-fail | cut -c1-80)"
+  say "gate: $(grep -c '^- .* this PR ' "$WS/out/pr.md") trend lines, e.g. $(grep -m1 '^- mrr@5 ' "$WS/out/pr.md")"
 
   # bad input: exit 2 with an ::error:: naming the input, and the status ends in error
   run_action bad host pull_request refs/pull/7/merge "$PR" INPUT_MODE=bogus INPUT_STATUS-CONTEXT=rag-eval \
@@ -474,4 +505,4 @@ done
 
 while read -r base size; do say "image on $base: $size MB"; done <"$WORK/sizes"
 while read -r tag load run; do say "cold start of $tag: load ${load} ms, first run ${run} ms"; done <"$WORK/cold"
-say "OK: built and ran like the runner (baseline 0 with files uid $RUNNER_UID reads, cache read by uid $RUNNER_UID, gate 1 blocked via the fake GitHub, bad input 2 → status error, service container reached, hostile app contained)"
+say "OK: built and ran like the runner (baseline 0 with files uid $RUNNER_UID reads, cache read by uid $RUNNER_UID, a second baseline carrying the first, gate 1 blocked via the fake GitHub with the HTML report, its link and main's trend, bad input 2 → status error, service container reached, hostile app contained)"

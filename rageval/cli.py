@@ -94,6 +94,8 @@ def _eval_parsers(sub: argparse._SubParsersAction) -> None:
     _common(p)
     p.add_argument("--repeats", type=int, default=3, help="runs to measure noise (default 3)")
     p.add_argument("--out", default="rageval-baseline.json", help="where to write it (default rageval-baseline.json)")
+    p.add_argument("--previous", default=None, metavar="FILE", help="the branch's previous baseline RunResult: its "
+                   "history and itself are carried into this one (main's trend; report.history entries)")
     p.set_defaults(handler="rageval.commands.run:baseline")
 
     p = sub.add_parser("gate", help="compare a candidate to the baseline; exit 0 pass, 1 blocked, 2 bad input")
@@ -106,6 +108,7 @@ def _eval_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--candidate-out", default=None, help="also write the candidate RunResult it ran")
     p.add_argument("--junit", default=None, metavar="FILE", help="write a JUnit XML report here: a testcase per golden "
                    "case and per gated metric (GitLab, Jenkins, test-report actions)")
+    p.add_argument("--html", default=None, metavar="OUT.html", help="write the one-file HTML report here")
     p.set_defaults(handler="rageval.commands.gate:gate")
 
     p = sub.add_parser("judge-agreement", help="agreement and Cohen's kappa of the LLM judge vs human labels")
@@ -123,12 +126,19 @@ def _eval_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default=None, help="write the per-case results and totals as JSON here")
     p.set_defaults(handler="rageval.commands.judge:pair")
 
-    p = sub.add_parser("report", help="render the markdown report from saved results")
-    p.add_argument("--config", default=DEFAULT_CONFIG)
-    p.add_argument("--verdict", required=True)
+
+def _report_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="render the markdown report of a gate, or the HTML report of a gate or of "
+                       "one run, from saved results")
+    p.add_argument("--config", default=None, help=f"for the report's title and history length (default {DEFAULT_CONFIG} "
+                   "if there is one)")
+    p.add_argument("--verdict", default=None, help="the verdict JSON of `rageval gate --out` (without it: --html of "
+                   "one RunResult)")
     p.add_argument("--baseline", default=None)
-    p.add_argument("--candidate", required=True)
-    p.add_argument("--out", default=None)
+    p.add_argument("--candidate", "--results", dest="candidate", required=True, metavar="FILE",
+                   help="the PR's RunResult (with --verdict), or the RunResult to show")
+    p.add_argument("--out", default=None, help="write the markdown report here (default: print it)")
+    p.add_argument("--html", default=None, metavar="OUT.html", help="write the one-file HTML report here")
     p.set_defaults(handler="rageval.commands.gate:report_again")
 
 
@@ -168,6 +178,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"rageval {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     _eval_parsers(sub)
+    _report_parser(sub)
     _golden_parsers(sub)
     return parser
 

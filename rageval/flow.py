@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from rageval import attribution
 from rageval.cost import Cost
 from rageval.errors import RagevalError
-from rageval.gate import report, stats, terminal
+from rageval.gate import report, stats, terminal, trend
 from rageval.gate.compare import identity
 from rageval.gate.decide import Decision, decide
 from rageval.gate.verdict import Verdict
@@ -50,12 +50,14 @@ def _noise(runs: Sequence[RunResult], deterministic: bool) -> Noise:
                  deterministic=deterministic)
 
 
-def run_repeats(ev: Evaluation, repeats: int, progress: Progress | None = None) -> RunResult:
+def run_repeats(ev: Evaluation, repeats: int, progress: Progress | None = None, *,
+                previous: RunResult | None = None) -> RunResult:
     """Run the eval ``repeats`` times to measure noise. Deterministic stages run once: later runs
     reuse the first run's retrieval and call only the model stages, with the cache bypassed. When
     nothing in the pipeline calls a model, the runs would be identical, so one run is made and
     its noise is recorded as zero. The result's summary metrics are the mean over the runs; its
-    cost is the first run's, with the repeats' under ``cost.rerun``."""
+    cost is the first run's, with the repeats' under ``cost.rerun``. ``previous``: the branch's
+    baseline before this one, whose history (and itself) this one carries (``rageval.gate.trend``)."""
     if repeats < 1:
         raise RagevalError(f"--repeats must be at least 1, got {repeats}.")
     first = ev.run(progress=progress)
@@ -68,7 +70,8 @@ def run_repeats(ev: Evaluation, repeats: int, progress: Progress | None = None) 
         summary=replace(first.summary, metrics=mean), repeats=repeats, noise=_noise(runs, ev.deterministic),
         flaky=tuple(stats.flaky_cases([{c.id: c.passed for c in r.cases} for r in runs]) if len(runs) > 1 else ()),
         cost=with_reruns(first.cost, runs[1:]),
-        timings={k: round(sum(r.timings.get(k, 0.0) for r in runs), 3) for k in first.timings})
+        timings={k: round(sum(r.timings.get(k, 0.0) for r in runs), 3) for k in first.timings},
+        history=trend.carried(previous, trend.gated_metrics(ev.cfg.gate), ev.cfg.report.history))
 
 
 def with_reruns(cost: Cost, reruns: Sequence[RunResult]) -> Cost:
@@ -134,7 +137,7 @@ def main_cases(baseline: RunResult | None, pr: GoldenSet, subset: str | None,
 def gate(cfg: Config, baseline: RunResult | None, *, evaluation: Evaluation | None = None,
          candidate: RunResult | None = None, expected: Sequence[Case] | None = None,
          progress: Progress | None = None, on_rerun: RerunLog | None = None,
-         known_failures: str = "report") -> GateOutcome:
+         known_failures: str = "report", full_report: str | None = None) -> GateOutcome:
     """Gate a PR: run ``evaluation`` (or take a finished ``candidate``, which then cannot be
     re-run), decide against ``baseline`` — re-running through the evaluation near a threshold —
     and render the report. ``expected``: the golden cases the candidate must answer (default:
@@ -142,7 +145,8 @@ def gate(cfg: Config, baseline: RunResult | None, *, evaluation: Evaluation | No
     of main's cases, the PR's pipeline also runs main's cases as main asks them, and drops,
     pass→fail and zero tolerance are gated on those (:func:`main_cases`). ``known_failures``: the
     mode's default for ``gate.known_failures``. The re-runs' model calls, made with the cache
-    bypassed, are counted apart: ``candidate.cost.rerun`` and ``verdict.reran.cost``."""
+    bypassed, are counted apart: ``candidate.cost.rerun`` and ``verdict.reran.cost``.
+    ``full_report``: where the HTML report will be, for the comment's link."""
     if (evaluation is None) == (candidate is None):
         raise ValueError("flow.gate needs exactly one of evaluation and candidate")
     rerun = None
@@ -178,7 +182,8 @@ def gate(cfg: Config, baseline: RunResult | None, *, evaluation: Evaluation | No
         cost = with_reruns(candidate.cost, reruns)
         candidate = candidate.replace(cost=cost)
         verdict = replace(verdict, reran=replace(verdict.reran, cost=cost.rerun))
-    markdown = report.render_markdown(verdict, decision.baseline, candidate, cfg.report, own=own)
+    markdown = report.render_markdown(verdict, decision.baseline, candidate, cfg.report, own=own,
+                                      full_report=full_report)
     line = terminal.render_summary_line(verdict, title=cfg.report.title)
     return GateOutcome(verdict, decision.baseline, candidate if own is None else own.replace(cost=Cost.total(
         [own.cost, candidate.cost], len(own.cases) + len(candidate.cases))), markdown, line, tuple(notes))

@@ -31,7 +31,7 @@ from rageval.errors import RagevalError, ResultError
 from rageval.files import Reader, parse_result_json, read_result_file
 from rageval.metrics.registry import metric_bounds, sigma_bounds
 from rageval.packing import pack, unpack
-from rageval.records import CaseResult
+from rageval.records import CaseResult, Record
 
 SCHEMA_VERSION = 2
 #: versions this rageval reads: 1 (release 0.1.0: every text inline) and 2 (packed: rageval.packing)
@@ -198,9 +198,33 @@ def _corpus(value: Any, key: str, r: Reader) -> dict[str, Any]:
     return dict(corpus)
 
 
+@dataclass(frozen=True)
+class HistoryEntry(Record):
+    """One earlier baseline of a branch, as the baselines after it carry it (``RunResult.history``,
+    built by ``rageval.gate.trend``): its commit and date, the golden set and judge its values were
+    measured with (an entry under another one is a break in the trend, never compared across), and
+    its gated metrics over the whole run and over the cases of each tag (``subsets``: a PR's
+    ``--subset pr`` is compared with main's values over the cases tagged pr)."""
+
+    commit: str | None
+    date: str | None
+    golden: str
+    golden_version: int | str
+    judge: str | None
+    metrics: Mapping[str, float | None]
+    subsets: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: Any, key: str, r: Reader) -> HistoryEntry:
+        entry = super().from_dict(data, key, r)
+        for name, values in (("metrics", entry.metrics), *((f"subsets.{t}", v) for t, v in entry.subsets.items())):
+            r.numbers(dict(values), f"{key}.{name}", bounds=metric_bounds)      # a rate outside [0, 1] is refused
+        return entry
+
+
 RUN_KEYS = ("schema_version", "tool", "created_at", "git_sha", "golden", "corpus", "golden_checks", "app", "config",
             "config_fingerprint", "metric_names", "summary", "chunks", "cases", "repeats", "noise", "flaky", "cost",
-            "timings")
+            "timings", "history")
 
 
 RUN_REQUIRED = ("schema_version", "golden", "config", "metric_names", "summary", "cases")
@@ -228,6 +252,7 @@ class RunResult:
     flaky: tuple[str, ...] = ()
     cost: Cost = field(default_factory=Cost)
     timings: Mapping[str, float] = field(default_factory=dict)
+    history: tuple[HistoryEntry, ...] = ()          # earlier baselines of the branch, oldest first
     source: str = field(default="", compare=False)  # where it was read from (messages only; not written)
 
     #: written without indentation: a machine's file, and a third smaller (rageval.files.write_json)
@@ -253,7 +278,7 @@ class RunResult:
         """The JSON written (schema_version 2): packed (rageval.packing), each text written once."""
         cases = [c.to_dict() for c in self.cases]
         chunks = pack(cases, self.golden.cases)
-        return {
+        out = {
             "schema_version": SCHEMA_VERSION, "tool": dict(self.tool), "created_at": self.created_at,
             "git_sha": self.git_sha, "golden": self.golden.to_dict(), "corpus": self.corpus,
             "golden_checks": self.golden_checks, "app": dict(self.app), "config": self.config,
@@ -262,6 +287,9 @@ class RunResult:
             "noise": None if self.noise is None else self.noise.to_dict(), "flaky": list(self.flaky),
             "cost": self.cost.to_dict(), "timings": dict(self.timings),
         }
+        if self.history:          # written only when there is one: a file without it reads as before
+            out["history"] = [e.to_dict() for e in self.history]
+        return out
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "RunResult", *, error: type[RagevalError] = ResultError) -> RunResult:
@@ -301,6 +329,8 @@ class RunResult:
             cost=Cost.from_dict(data.get("cost") or {}, "cost", r),
             timings={str(k): r.num(v, f"timings.{k}", minimum=0.0)  # type: ignore[misc]
                      for k, v in r.obj(data.get("timings") or {}, "timings").items()},
+            history=tuple(HistoryEntry.from_dict(e, f"history[{i}]", r)
+                          for i, e in enumerate(r.lst(data.get("history") or [], "history"))),
             source=where,
             **optional,
         )

@@ -150,6 +150,8 @@ class GoldenChecksConfig:
 class ReportConfig:
     max_cases: int = setting(25, "posint")                   # pass→fail cases shown in full before "…and N more"
     title: str = setting("RAG eval gate", "str")
+    # main's trend: earlier baselines each baseline carries (0: none), drawn in the comment and the HTML
+    history: int = setting(30, "nonnegint", bounds=(0, 1000))
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from rageval.errors import EXIT_BLOCKED, EXIT_OK
 from rageval.files import write_json
 from rageval.gate import terminal
 from rageval.gate.markdown import printable
-from rageval.results import RunResult
+from rageval.results import RunResult, load_result
 from rageval.settings import Config
 
 
@@ -39,7 +39,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 def baseline(args: argparse.Namespace, out: TextIO) -> int:
     cfg = load_config(args.config)
     ev = build_evaluation(cfg, args.subset, None)
-    result = flow.run_repeats(ev, args.repeats, progress=ProgressPrinter("rageval baseline", args.err))
+    previous = load_result(args.previous) if args.previous else None
+    result = flow.run_repeats(ev, args.repeats, progress=ProgressPrinter("rageval baseline", args.err),
+                              previous=previous)
     write_json(args.out, result)
     out.write(terminal.render_run_table(result) + "\n" + terminal.render_noise(result) + "\n")
     out.write(f"wrote {args.out}\n")

@@ -22,7 +22,7 @@ from typing import Any
 import jinja2
 
 from rageval.cost import Cost, StageCost
-from rageval.gate import ablation
+from rageval.gate import ablation, trend
 from rageval.gate.ablation import Attribution
 from rageval.gate.cases import KNOWN_SUFFIX
 from rageval.gate.format import fmt, fmt_delta
@@ -390,6 +390,14 @@ def _attribution(verdict: Verdict) -> dict[str, Any]:
             "attribution_footer": ablation.footer(found) if found else ""}
 
 
+def _trend_lines(verdict: Verdict, baseline: RunResult | None, candidate: RunResult,
+                 cfg: ReportConfig) -> dict[str, Any]:
+    """Main's trend per gated metric (``rageval.gate.trend``), once main has two baselines."""
+    found = [] if baseline is None else trend.trends(candidate, baseline=baseline, verdict=verdict, limit=cfg.history)
+    shown = [t for t in found if len(t.main) > 1]
+    return {"trends": shown, "trend_breaks": any(t.breaks() for t in shown), "trend_break": trend.BREAK}
+
+
 def _context(verdict: Verdict, baseline: RunResult | None, candidate: RunResult, cases: _Cases,
              cfg: ReportConfig, title: str | None) -> dict[str, Any]:
     """What the comment shows whatever its length (the parts cut to fit are in :func:`_limited`)."""
@@ -419,6 +427,7 @@ def _context(verdict: Verdict, baseline: RunResult | None, candidate: RunResult,
         "answer_max": ANSWER_MAX_CHARS, "question_max": QUESTION_MAX_CHARS,
         "field_max": FIELD_MAX_CHARS, "title_max": TITLE_MAX_CHARS,
         **_attribution(verdict),
+        **_trend_lines(verdict, baseline, candidate, cfg),
     }
 
 
@@ -435,15 +444,16 @@ def _limited(verdict: Verdict, baseline: RunResult | None, candidate: RunResult,
 
 def render_markdown(verdict: Verdict, baseline: RunResult | None, candidate: RunResult,
                     cfg: ReportConfig, *, title: str | None = None, max_chars: int = DEFAULT_MAX_CHARS,
-                    own: RunResult | None = None) -> str:
+                    own: RunResult | None = None, full_report: str | None = None) -> str:
     """The PR comment / step summary for ``verdict``. Its first line is the verdict and its main
     reason; it is at most ``max_chars`` characters (see the module docstring for how). ``own``: the
-    PR's own golden set's run, when ``candidate`` ran main's cases (the golden changes are its)."""
+    PR's own golden set's run, when ``candidate`` ran main's cases (the golden changes are its).
+    ``full_report``: where the HTML report is (a link to the run's artifacts), linked under the table."""
     if max_chars > GITHUB_COMMENT_LIMIT:
         raise ValueError(f"max_chars {max_chars} exceeds GitHub's comment limit of {GITHUB_COMMENT_LIMIT}")
     template = _ENV.get_template("comment.md.j2")
     cases = _Cases(baseline, candidate)
-    fixed = _context(verdict, baseline, candidate, cases, cfg, title)
+    fixed = {**_context(verdict, baseline, candidate, cases, cfg, title), "full_report": full_report}
     text = ""
     for max_cases, max_rows, max_reasons in _LIMITS:
         limits = (cfg.max_cases if max_cases is None else min(max_cases, cfg.max_cases), max_rows, max_reasons)

@@ -48,10 +48,12 @@ from rageval.errors import (
 )
 from rageval.files import to_json, write_text
 from rageval.gate import terminal
+from rageval.gate.page import render_html
 from rageval.github.client import GitHubClient
 from rageval.github.context import (
     ERROR_BODY,
     FORK_NOTE,
+    FULL_REPORT,
     MSG_SKIPPED,
     RUNNING_BODY,
     SKIPPED_BODY,
@@ -60,6 +62,7 @@ from rageval.github.context import (
     choose_subset,
     load_action_config,
     post_comment,
+    previous_baseline,
     redact_json,
 )
 from rageval.github.inputs import (
@@ -84,29 +87,31 @@ from rageval.results import RunResult
 from rageval.settings import Config, ReportConfig
 
 
-def _report_path(results_path: str) -> str:
+def _report_path(results_path: str, suffix: str = ".md") -> str:
     p = Path(results_path)
-    return str(p.with_suffix(".md") if p.suffix else p.with_name(p.name + ".md"))
+    return str(p.with_suffix(suffix) if p.suffix else p.with_name(p.name + suffix))
 
 
-def _finish(ctx: ActionContext, *, verdict: str, markdown: str, result: RunResult, pass_to_fail: list[str]) -> None:
-    """Write results, the report file, the step summary and the outputs."""
+def _finish(ctx: ActionContext, *, verdict: str, markdown: str, result: RunResult, pass_to_fail: list[str],
+            html: str) -> None:
+    """Write results, the report files (markdown, HTML), the step summary and the outputs."""
     results_rel = ctx.inputs.results_path
-    report_rel = _report_path(results_rel)
+    report_rel, html_rel = _report_path(results_rel), _report_path(results_rel, ".html")
     markdown = ctx.console.redact(markdown)   # a secret a model echoed stays out of every file
     data = redact_json(result.to_dict(), ctx.console.redact)
     # as write_json writes it; never through a link (the checkout is the pull request's: rageval.files)
     write_text(ctx.path(results_rel), to_json(data, compact=result.compact_json), links=False)
     write_text(ctx.path(report_rel), markdown, links=False)
+    write_text(ctx.path(html_rel), ctx.console.redact(html), links=False)     # rendered from redacted text too
     summary = ctx.env.get("GITHUB_STEP_SUMMARY")
     if summary:
         append_text(summary, markdown)
     outputs = ctx.env.get("GITHUB_OUTPUT")
     if outputs:
         for name, value in (("verdict", verdict), ("results", results_rel), ("report", report_rel),
-                            ("pass-to-fail", ",".join(pass_to_fail))):
+                            ("html", html_rel), ("pass-to-fail", ",".join(pass_to_fail))):
             write_output(outputs, name, ctx.console.redact(value))
-    ctx.console.log(f"wrote {results_rel} and {report_rel}")
+    ctx.console.log(f"wrote {results_rel}, {report_rel} and {html_rel}")
 
 
 def _running_body(ctx: ActionContext, cfg: Config, n: int, subset: str | None) -> str:
@@ -132,6 +137,7 @@ def _decide(ctx: ActionContext, cfg: Config, ev: Evaluation, subset: str | None)
     with ctx.console.group(f"rageval {ctx.mode}: {n} cases{f' (subset {subset})' if subset else ''}"):
         outcome = flow.gate(cfg, baseline, evaluation=ev, progress=Progress(ctx.console, f"rageval {ctx.mode}"),
                             known_failures=known_failures_default(ctx.mode, ctx.event.name),
+                            full_report=ctx.report_url(),
                             on_rerun=lambda ids: ctx.console.log(
                                 f"re-running {'all cases' if ids is None else ', '.join(ids)} with caches bypassed"))
     for note in outcome.notes:
@@ -139,10 +145,10 @@ def _decide(ctx: ActionContext, cfg: Config, ev: Evaluation, subset: str | None)
     return outcome
 
 
-def _gate_outcome(ctx: ActionContext, titled: list[str]) -> flow.GateOutcome:
-    """Load, run and decide; ``titled`` gets the report title once the config is read."""
+def _gate_outcome(ctx: ActionContext, loaded: list[Config]) -> flow.GateOutcome:
+    """Load, run and decide; ``loaded`` gets the config once it is read."""
     cfg = load_action_config(ctx)
-    titled.append(cfg.report.title)
+    loaded.append(cfg)
     golden = load_golden(cfg.golden)
     subset = choose_subset(ctx, golden)
     ev = prepare(cfg, subset=subset, env=ctx.app_env(), golden=golden)
@@ -159,15 +165,16 @@ def _run_gate(ctx: ActionContext) -> int:
     showing an earlier "passed" (the commit status ends in error too: rageval.github.action.main)."""
     ctx.comment_key = comment_key(ctx.inputs.config)
     ctx.comment_enabled = ctx.inputs.comment and ctx.event.pr_number is not None
-    titled: list[str] = []
+    loaded: list[Config] = []
     try:
-        outcome = _gate_outcome(ctx, titled)
+        outcome = _gate_outcome(ctx, loaded)
     except Exception as exc:
         if isinstance(exc, RagevalError):
             message, code = exc.message + (f"\n\nTIP {exc.tip}" if exc.tip else ""), exc.exit_code
         else:
             message, code = f"internal error in rageval: {type(exc).__name__} (a bug)", EXIT_INTERNAL
-        post_comment(ctx, ERROR_BODY.format(title=(titled or [DEFAULT_TITLE])[0], message=ctx.console.redact(message),
+        title = loaded[0].report.title if loaded else DEFAULT_TITLE
+        post_comment(ctx, ERROR_BODY.format(title=title, message=ctx.console.redact(message),
                                             code=code, link=ctx.link()))
         raise
     verdict = outcome.verdict
@@ -175,8 +182,10 @@ def _run_gate(ctx: ActionContext) -> int:
     for reason in verdict.reasons:
         ctx.console.log(f"  {'BLOCK' if reason.blocking else 'note '} {reason.message}")
     markdown = (FORK_NOTE.format(docs=ctx.docs_url()) if ctx.event.fork else "") + outcome.markdown
+    html = render_html(outcome.candidate, baseline=outcome.baseline, verdict=verdict, cfg=loaded[0].report,
+                       redact=ctx.console.redact)
     _finish(ctx, verdict=verdict.verdict, markdown=markdown, result=outcome.candidate,
-            pass_to_fail=list(verdict.pass_to_fail))
+            pass_to_fail=list(verdict.pass_to_fail), html=html)
     post_comment(ctx, markdown)
     ctx.set_status("failure" if verdict.blocked else "success", outcome.line)
     if verdict.blocked:
@@ -216,9 +225,11 @@ def _run_baseline(ctx: ActionContext) -> int:
     cfg = load_action_config(ctx)
     subset = None if ctx.inputs.subset in (None, ALL_CASES) else ctx.inputs.subset
     ev = prepare(cfg, subset=subset, env=ctx.app_env())
+    previous = previous_baseline(ctx, cfg)
     with ctx.console.group(f"rageval baseline: {len(ev.golden.cases)} cases × {ctx.inputs.repeats} repeats"):
         try:
-            result = flow.run_repeats(ev, ctx.inputs.repeats, progress=Progress(ctx.console, "rageval baseline"))
+            result = flow.run_repeats(ev, ctx.inputs.repeats, progress=Progress(ctx.console, "rageval baseline"),
+                                      previous=previous)
         finally:
             _close_app(ev)
     table, noise_line = terminal.render_run_table(result), terminal.render_noise(result)
@@ -229,7 +240,10 @@ def _run_baseline(ctx: ActionContext) -> int:
                 f"Upload `{ctx.inputs.results_path}` with `actions/upload-artifact` as "
                 f"`{ctx.inputs.baseline_artifact}` so pull requests compare against it.\n\n"
                 f"```\n{table}\n```\n\n{noise_line}\n")
-    _finish(ctx, verdict="none", markdown=markdown, result=result, pass_to_fail=[])
+    if ctx.report_url():
+        markdown += FULL_REPORT.format(url=ctx.report_url())
+    _finish(ctx, verdict="none", markdown=markdown, result=result, pass_to_fail=[],
+            html=render_html(result, cfg=cfg.report, redact=ctx.console.redact))
     ctx.set_status("success", f"{cfg.report.title}: baseline written ({len(result.cases)} cases)")
     return EXIT_OK
 

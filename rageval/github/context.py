@@ -63,6 +63,10 @@ TIP_FORK_NO_KEY = ("On fork pull requests, gate with a config without model stag
                    "embedder, no judge), e.g. `config: ${{{{ github.event.pull_request.head.repo.fork && "
                    "'rageval-offline.yml' || 'rageval.yml' }}}}`, and let a maintainer run the full gate; see "
                    "{docs}, 'Pull requests from forks'.")
+MSG_NO_HISTORY = ("Main's trend starts again with this baseline: the previous baseline of branch '{branch}' could "
+                  "not be read ({error}). The baseline job needs `permissions: actions: read` to read it.")
+FULL_REPORT = ("\n📊 **[Full report]({url})**: every case, its retrieved chunks and checks, and main's trend (an HTML "
+               "file in this run's artifacts).\n")
 ERROR_BODY = ("### ⚠️ {title}: the evaluation did not finish\n\n```\n{message}\n```\n\n"
               "Exit code {code}; see the job log{link}.\n")
 
@@ -103,6 +107,12 @@ class ActionContext:
     def run_url(self) -> str | None:
         server, repo, run = (self.env.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID"))
         return f"{server}/{repo}/actions/runs/{run}" if server and repo and run else None
+
+    def report_url(self) -> str | None:
+        """Where the HTML report is found: the run's artifacts (upload-artifact runs after us,
+        so the artifact's own id is not known yet)."""
+        url = self.run_url()
+        return f"{url}#artifacts" if url else None
 
     def link(self) -> str:
         url = self.run_url()
@@ -210,6 +220,31 @@ def baseline_for(ctx: ActionContext, cfg: Config) -> RunResult | None:
         ctx.console.log(f"baseline: artifact '{name}' (id {art.get('id')}, {art.get('created_at')}), "
                         f"commit {(art.get('workflow_run') or {}).get('head_sha')}")
         return result
+
+
+def previous_baseline(ctx: ActionContext, cfg: Config) -> RunResult | None:
+    """The branch's newest baseline artifact (``baseline-path`` if given): the new baseline carries
+    its history and itself (main's trend, ``report.history`` long). Not finding it starts the
+    history; not reading it is a warning, never a failure — a bad artifact must not stop every
+    baseline after it — and the history starts again."""
+    if cfg.report.history == 0:
+        return None
+    branch = ctx.inputs.baseline_branch or ctx.event.branch or ctx.event.default_branch or "main"
+    try:
+        if ctx.inputs.baseline_path:
+            return load_result(ctx.path(ctx.inputs.baseline_path), BaselineError)
+        owner, repo = ctx.repository
+        found = fetch_baseline(ctx.client("reading the previous baseline"), owner, repo, ctx.inputs.baseline_artifact,
+                               branch, now=ctx.now, on_notice=ctx.console.notice)
+    except (ActionInputError, BaselineError, GithubError) as exc:
+        ctx.console.warning(MSG_NO_HISTORY.format(branch=branch, error=exc.message))
+        return None
+    if found is None:
+        ctx.console.log(f"no earlier baseline artifact '{ctx.inputs.baseline_artifact}' on '{branch}': "
+                        "main's trend starts with this one")
+        return None
+    ctx.console.log(f"previous baseline: artifact id {found[1].get('id')} ({len(found[0].history)} earlier entries)")
+    return found[0]
 
 
 def default_branch(ctx: ActionContext) -> str:

@@ -54,8 +54,8 @@ from rageval.errors import (
     MalformedResponse,
     ModelCallError,
 )
-from rageval.pipeline.llm_cache import ResponseCache
 from rageval.models import price_for
+from rageval.pipeline.llm_cache import ResponseCache
 from rageval.pipeline.llm_parse import (
     parse_chat,
     parse_embeddings,

@@ -44,14 +44,17 @@ def test_the_readmes_first_workflow_gates_prs_and_publishes_the_baseline():
     gate, baseline = first["jobs"]["gate"], first["jobs"]["baseline"]
     assert gate["if"] == "github.event_name == 'pull_request'"
     assert gate["permissions"] == {"contents": "read", "pull-requests": "write", "actions": "read"}
-    assert steps_using(gate, "org/rag-eval-gate@v1")[0]["with"] == {
-        "config": "rageval.yml", "skip": "${{ steps.changes.outputs.relevant == 'false' }}"}
+    (gated,) = steps_using(gate, "org/rag-eval-gate@v1")
+    assert gated["with"] == {"config": "rageval.yml", "skip": "${{ steps.changes.outputs.relevant == 'false' }}"}
+    (report,) = steps_using(gate, "actions/upload-artifact@")      # the comment's "Full report"
+    assert report["if"] == "always()" and report["with"]["path"] == "${{ steps.%s.outputs.html }}" % gated["id"]
     assert baseline["if"] == "github.event_name == 'push'"
+    assert baseline["permissions"] == {"contents": "read", "actions": "read"}   # the previous baseline: the trend
     (run,) = steps_using(baseline, "org/rag-eval-gate@v1")
     assert run["with"]["mode"] == "baseline"
     (upload,) = steps_using(baseline, "actions/upload-artifact@")
     assert upload["with"]["name"] == INPUT_DEFAULTS["baseline-artifact"]
-    assert upload["with"]["path"] == "${{ steps.%s.outputs.results }}" % run["id"]
+    assert upload["with"]["path"].splitlines() == ["${{ steps.%s.outputs.%s }}" % (run["id"], o) for o in ("results", "html")]
     assert baseline["steps"].index(run) < baseline["steps"].index(upload)
 
 
