@@ -1,4 +1,5 @@
-"""`rageval run` (one evaluation → a RunResult) and `rageval baseline` (repeats → noise)."""
+"""`rageval run` (one evaluation → a RunResult), `rageval baseline` (repeats → noise) and
+`rageval merge` (the parts of a sharded run → one RunResult)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,14 @@ from rageval.config import load_config
 from rageval.errors import EXIT_OK
 from rageval.files import write_json
 from rageval.gate import terminal
+from rageval.results import Shard, load_result
+from rageval.shards import merge as merge_shards
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     cfg = load_config(args.config)
-    result = build_evaluation(cfg, args.subset, args.app).run(progress=ProgressPrinter("rageval run", args.err))
+    shard = Shard.parse(args.shard) if args.shard else None
+    result = build_evaluation(cfg, args.subset, args.app, shard).run(progress=ProgressPrinter("rageval run", args.err))
     if args.out:
         write_json(args.out, result)
     out.write(terminal.render_run_table(result) + "\n")
@@ -26,9 +30,17 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
 def baseline(args: argparse.Namespace, out: TextIO) -> int:
     cfg = load_config(args.config)
-    ev = build_evaluation(cfg, args.subset, None)
+    ev = build_evaluation(cfg, args.subset, None, Shard.parse(args.shard) if args.shard else None)
     result = flow.run_repeats(ev, args.repeats, progress=ProgressPrinter("rageval baseline", args.err))
     write_json(args.out, result)
     out.write(terminal.render_run_table(result) + "\n" + terminal.render_noise(result) + "\n")
     out.write(f"wrote {args.out}\n")
+    return EXIT_OK
+
+
+def merge(args: argparse.Namespace, out: TextIO) -> int:
+    result = merge_shards([(load_result(path), str(path)) for path in args.shards])
+    write_json(args.out, result)
+    out.write(terminal.render_run_table(result) + "\n")
+    out.write(f"merged {len(args.shards)} shards, {len(result.cases)} cases; wrote {args.out}\n")
     return EXIT_OK

@@ -18,6 +18,9 @@ Modes (input ``mode``; ``auto`` picks one from the event):
   ``workflow_dispatch``): the whole golden set, floors, zero-tolerance and the comparison with
   the baseline of the base branch (the merge group's), else the default branch (from the
   payload, or ``GET /repos/{owner}/{repo}`` when the payload has none).
+* input ``shard: i/N`` (a ``strategy.matrix`` job): run only that part of the cases and write its
+  RunResult; ``merge``: join the parts (input ``shards``, a glob) with ``rageval.shards`` and
+  gate the whole as ``verify`` does.
 
 The Docker image (``entrypoint.py``) and the native mode (``native/action.yml``, the job's own
 Python) both call ``main``: one code path decides and reports. The commit status (input
@@ -29,6 +32,7 @@ Exit codes: 0 passed (or baseline written), 1 blocked, 2 bad input or configurat
 
 from __future__ import annotations
 
+import glob
 import os
 import sys
 import time
@@ -72,6 +76,7 @@ from rageval.golden.set import GoldenSet, load_golden
 from rageval.pipeline.runner import Evaluation, prepare
 from rageval.results import RunResult, load_result
 from rageval.settings import Config
+from rageval.shards import merge as merge_shards
 
 MSG_NO_CONFIG = ("Config file {path} not found (input 'config' is {value!r}, resolved against the workspace "
                  "{workspace}).")
@@ -85,6 +90,9 @@ MSG_NO_BASELINE = ("No baseline artifact '{name}' from branch '{branch}' of {rep
                    "not run yet: on a push to {branch}, run this action with `mode: baseline`, then "
                    "`actions/upload-artifact` with `name: {name}` and `path: ${{{{ steps.<id>.outputs.results }}}}` "
                    "— the workflow to copy is in {docs}.")
+MSG_NO_SHARDS = ("Input 'shards' is {pattern!r}: no file matches it in {workspace}. Download the shard jobs' "
+                 "artifacts first (`actions/download-artifact` with `pattern:` and `path:`), then point `shards` at "
+                 "their RunResults.")
 DOCS_FALLBACK = "docs/action.md of rag-eval-gate"
 MSG_BAD_DEFAULT_BRANCH = "GitHub API GET /repos/{repo} returned no default_branch; set the input `baseline-branch`."
 MSG_COMMENT_DENIED = ("Could not post the PR comment (HTTP {status}): the token cannot write to this pull request "
@@ -317,6 +325,11 @@ def _run_gate(ctx: _Context) -> int:
         _comment(ctx, ERROR_BODY.format(title=cfg.report.title, message=ctx.console.redact(message),
                                         code=code, link=ctx.link()))
         raise
+    return _report(ctx, outcome)
+
+
+def _report(ctx: _Context, outcome: flow.GateOutcome) -> int:
+    """The verdict in the log, the files, the comment and the status; the exit code."""
     verdict = outcome.verdict
     ctx.console.log(outcome.line)
     for reason in verdict.reasons:
@@ -331,11 +344,45 @@ def _run_gate(ctx: _Context) -> int:
     return EXIT_OK
 
 
+def _run_shard(ctx: _Context) -> int:
+    """input shard (a matrix job): run that part of the subset and write its RunResult; no gate."""
+    cfg, shard = _load(ctx), ctx.inputs.shard
+    golden = load_golden(cfg.golden)
+    subset = _subset(ctx, golden)
+    ev = prepare(cfg, subset=subset, env=app_env(ctx.env), golden=golden, shard=shard)
+    with ctx.console.group(f"rageval shard {shard} of {len(ev.golden.cases)} cases"):
+        result = ev.run(progress=Progress(ctx.console, f"rageval shard {shard}"))
+    table = terminal.render_run_table(result)
+    ctx.console.log(table)
+    markdown = (f"### {cfg.report.title}: shard {shard}\n\n{len(result.cases)} of {len(ev.golden.cases)} cases. "
+                f"Upload `{ctx.inputs.results_path}` with `actions/upload-artifact`; one more job joins the parts "
+                f"(`mode: merge`) and gates the whole.\n\n```\n{table}\n```\n")
+    _finish(ctx, verdict="none", markdown=markdown, result=result, pass_to_fail=[])
+    return EXIT_OK
+
+
+def _run_merge(ctx: _Context) -> int:
+    """merge: join the parts of a sharded run (input shards), then gate the whole as verify does."""
+    cfg = _load(ctx)
+    files = sorted(Path(p) for p in glob.glob(str(ctx.path(ctx.inputs.shards)), recursive=True) if Path(p).is_file())
+    if not files:
+        raise ActionInputError(MSG_NO_SHARDS.format(pattern=ctx.inputs.shards, workspace=ctx.workspace))
+    with ctx.console.group(f"rageval merge: {len(files)} parts"):
+        merged = merge_shards([(load_result(f), str(f)) for f in files])
+        ctx.console.log(terminal.render_run_table(merged))
+    golden = load_golden(cfg.golden)
+    subset = _subset(ctx, golden)
+    ctx.comment_key = comment_key(ctx.inputs.config)
+    ctx.comment_enabled = ctx.inputs.comment and ctx.event.pr_number is not None
+    outcome = flow.gate(cfg, _baseline(ctx, cfg), candidate=merged, expected=golden.subset(subset).cases)
+    return _report(ctx, outcome)
+
+
 def _run_baseline(ctx: _Context) -> int:
     """baseline: run every case ``repeats`` times and write the RunResult for upload."""
     cfg = _load(ctx)
     subset = None if ctx.inputs.subset in (None, ALL_CASES) else ctx.inputs.subset
-    ev = prepare(cfg, subset=subset, env=app_env(ctx.env))
+    ev = prepare(cfg, subset=subset, env=app_env(ctx.env), shard=ctx.inputs.shard)
     with ctx.console.group(f"rageval baseline: {len(ev.golden.cases)} cases × {ctx.inputs.repeats} repeats"):
         result = flow.run_repeats(ev, ctx.inputs.repeats, progress=Progress(ctx.console, "rageval baseline"))
     table, noise_line = terminal.render_run_table(result), terminal.render_noise(result)
@@ -400,7 +447,8 @@ def main(env: Mapping[str, str], *, stdout: TextIO | None = None, stderr: TextIO
     started = time.monotonic()
     try:
         ctx = _start(env, console, now, client, status)
-        code = _run_baseline(ctx) if ctx.mode == "baseline" else _run_gate(ctx)
+        code = (_run_baseline(ctx) if ctx.mode == "baseline" else _run_merge(ctx) if ctx.mode == "merge"
+                else _run_shard(ctx) if ctx.inputs.shard else _run_gate(ctx))
         console.log(f"done in {time.monotonic() - started:.1f} s, exit code {code}")
         return code
     except RagevalError as exc:
