@@ -50,6 +50,16 @@ def measure(argv: list[str]) -> dict:
             "peak_rss_mb": round(int(rss_kb) / 1024)}
 
 
+def summary_of(result: Path) -> dict:
+    """The summary metrics and the chunk count of a RunResult, read in another child: loading a
+    252 MB file here would raise this process's RSS, which the next child's ru_maxrss starts from
+    (Linux keeps the high-water mark across fork and exec)."""
+    script = ("import json, sys\nd = json.load(open(sys.argv[1], encoding='utf-8'))\n"
+              "print(json.dumps({'metrics': d['summary']['metrics'], 'chunks': len(d['chunks'])}))\n")
+    out = subprocess.run([sys.executable, "-c", script, str(result)], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
 def store_k(folder: Path, cases: int, sections: int) -> dict:
     config = synthetic.write_project(folder, sections, cases)
     out: dict = {"cases": cases, "sections": sections, "top_k": 1000}
@@ -60,7 +70,7 @@ def store_k(folder: Path, cases: int, sections: int) -> dict:
         result = folder / f"run-{keep}.json"
         figures = measure(["run", "--config", str(config), "--out", str(result)])
         figures["runresult_mb"] = round(result.stat().st_size / 2**20, 1)
-        summary = json.loads(result.read_text(encoding="utf-8"))["summary"]["metrics"]
+        summary = summary_of(result)["metrics"]
         figures["metrics"] = {m: summary[m] for m in ("hit@10", "recall@100", "ndcg@10", "mrr@1000")}
         out[f"store_k={keep}"] = figures
         print(f"store_k {keep}: {figures}", flush=True)
@@ -75,9 +85,9 @@ def _two_ways(config: Path, golden: str, corpus: str) -> dict:
                           "retrieval: {mode: bm25, top_k: 100, k: [10, 100]}\n", encoding="utf-8")
         result = config.parent / f"run-merge-{merge}.json"
         figures = measure(["run", "--config", str(config), "--out", str(result)])
-        data = json.loads(result.read_text(encoding="utf-8"))
-        figures.update({m: data["summary"]["metrics"][m] for m in ("ndcg@10", "recall@100")})
-        figures["chunks"] = len(data["chunks"])          # chunks any case retrieved
+        data = summary_of(result)
+        figures.update({m: data["metrics"][m] for m in ("ndcg@10", "recall@100")})
+        figures["chunks_retrieved"] = data["chunks"]          # distinct chunks some case retrieved
         out["merge_sections" if merge else "one_section_per_chunk"] = figures
     return out
 
@@ -108,8 +118,9 @@ def main() -> None:
             figures["store_k"] = store_k(Path(tmp) / "store_k", args.cases, args.sections)
         if "sections" in args.only:
             figures["sections"] = sections(Path(tmp) / "sections", args.beir)
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+    if args.json:                  # a part measured alone (--only) replaces its figures, keeps the others
+        old = json.loads(args.json.read_text(encoding="utf-8")) if args.json.is_file() else {}
+        args.json.write_text(json.dumps({**old, **figures}, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(figures, indent=2))
 
 

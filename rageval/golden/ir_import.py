@@ -20,7 +20,7 @@ in its means; a golden case with no expected section means out of scope (a refus
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +55,6 @@ class Imported:
     no_text: tuple[str, ...] = ()               # judged queries the queries file lacks
     graded: bool = False
     corpus: str = ""
-    notes: tuple[str, ...] = field(default_factory=tuple)
 
     def yaml(self) -> str:
         """The golden set as a YAML file (rageval's canonical form)."""
