@@ -75,6 +75,11 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--subset", default=None, help="run only the cases tagged NAME (default: all cases)")
 
 
+def _shard_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--shard", default=None, metavar="I/N",
+                   help="run only part I of N (the cases whose id hashes to it); join the parts with `rageval merge`")
+
+
 def _eval_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("validate", help="check config, golden set and corpus; exit 0 or 2")
     _common(p)
@@ -88,6 +93,7 @@ def _eval_parsers(sub: argparse._SubParsersAction) -> None:
     _common(p)
     p.add_argument("--app", default=None, metavar="replay:FILE", help="answer from a JSONL trace file instead")
     p.add_argument("--out", default=None, help="write the RunResult JSON here")
+    _shard_arg(p)
     p.set_defaults(handler="rageval.commands.run:run")
 
     p = sub.add_parser("baseline", help="run the eval N times (noise), write the baseline RunResult")
@@ -96,7 +102,13 @@ def _eval_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default="rageval-baseline.json", help="where to write it (default rageval-baseline.json)")
     p.add_argument("--previous", default=None, metavar="FILE", help="the branch's previous baseline RunResult: its "
                    "history and itself are carried into this one (main's trend; report.history entries)")
+    _shard_arg(p)
     p.set_defaults(handler="rageval.commands.run:baseline")
+
+    p = sub.add_parser("merge", help="join the RunResults of a sharded run (--shard I/N) into one")
+    p.add_argument("shards", nargs="+", metavar="SHARD.json", help="the N parts, e.g. shard-*.json")
+    p.add_argument("--out", required=True, help="write the merged RunResult here")
+    p.set_defaults(handler="rageval.commands.run:merge")
 
     p = sub.add_parser("gate", help="compare a candidate to the baseline; exit 0 pass, 1 blocked, 2 bad input")
     _common(p)
@@ -170,6 +182,21 @@ def _golden_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-n", type=int, default=40, help="candidates to propose (default 40)")
     p.add_argument("--seed", type=int, default=0, help="clustering/sampling seed (default 0)")
     p.set_defaults(handler="rageval.commands.golden:candidates")
+
+    p = gsub.add_parser("import", help="write a golden set from an IR dataset: a BEIR folder, or TREC qrels with "
+                        "their queries (one case per judged query, graded when the qrels are)")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--beir", metavar="DIR", help="a BEIR folder: corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv")
+    source.add_argument("--qrels", metavar="FILE", help="a TREC qrels file (qid iter docid rel) or a BEIR qrels TSV")
+    p.add_argument("--split", default="test", help="BEIR: which qrels/SPLIT.tsv (default test)")
+    p.add_argument("--queries", metavar="FILE", help="with --qrels: the queries, JSONL {_id, text} or TSV qid<TAB>text")
+    p.add_argument("--corpus", metavar="PATH", help="with --qrels: the corpus the qrels judge (path or glob, as "
+                   "corpus: in the config)")
+    p.add_argument("--missing", choices=("skip", "refuse"), default="skip",
+                   help="a judged document the corpus lacks: skip it and count it (default), or refuse the import")
+    p.add_argument("--name", default=None, help="the golden set's dataset name (default from the folder or file)")
+    p.add_argument("--out", required=True, help="where to write the golden set YAML")
+    p.set_defaults(handler="rageval.commands.golden:import_set")
 
 
 def make_parser() -> argparse.ArgumentParser:

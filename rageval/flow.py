@@ -23,6 +23,7 @@ from rageval.gate.verdict import Verdict
 from rageval.golden import lifecycle
 from rageval.golden.corpus import Corpus
 from rageval.golden.set import Case, GoldenSet
+from rageval.metrics.aggregate import run_totals
 from rageval.pipeline.judging import judge_gate_allowed
 from rageval.pipeline.llm import LLMClient
 from rageval.pipeline.runner import Evaluation, needs_model, prepare
@@ -30,6 +31,8 @@ from rageval.results import Noise, Progress, RunResult
 from rageval.settings import Config
 
 RerunLog = Callable[[list[str] | None], None]
+MSG_SHARD_GATED = ("the {what} {source} is shard {shard} of a run, not a run: join the parts with `rageval merge "
+                   "shard-*.json --out results.json` (the action: mode merge) and gate that.")
 
 
 # --- baseline: repeats -> noise ---------------------------------------------------------------
@@ -46,8 +49,10 @@ def _noise(runs: Sequence[RunResult], deterministic: bool) -> Noise:
     else:
         sigma = {k: 0.0 for k in first.metrics}
         by_slice = {label: {k: 0.0 for k in s.metrics} for label, s in (first.by_slice or {}).items()}
+    # each run's [sum, count] per metric: what `rageval merge` adds the shards of a sharded baseline with
+    totals = tuple(run_totals(r.cases, r.metric_names) for r in runs) if len(runs) > 1 else ()
     return Noise(sigma=sigma, by_slice=by_slice, runs=tuple(summaries), runs_executed=len(runs),
-                 deterministic=deterministic)
+                 deterministic=deterministic, totals=totals)
 
 
 def run_repeats(ev: Evaluation, repeats: int, progress: Progress | None = None, *,
@@ -171,6 +176,9 @@ def gate(cfg: Config, baseline: RunResult | None, *, evaluation: Evaluation | No
             return reruns[-1]
     if candidate is None or expected is None:
         raise ValueError("flow.gate needs the expected golden cases with a finished candidate")
+    for run, what in ((candidate, "candidate"), (baseline, "baseline")):
+        if run is not None and run.shard is not None:
+            raise RagevalError(MSG_SHARD_GATED.format(what=what, source=run.source or what, shard=run.shard))
     notes: list[str] = []
     allowed, why = judge_gate_allowed(cfg.judge)
     if cfg.judge.min_agreement is not None and not allowed:

@@ -20,7 +20,9 @@ Reading and writing the files (strict JSON, size bound, atomic writes) is ``rage
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
@@ -88,27 +90,34 @@ class Summary:
 @dataclass(frozen=True)
 class Noise:
     """Noise measured over a baseline's repeats: σ per summary metric (and per slice), the summary
-    metrics of each run, how many runs were executed and whether the pipeline was deterministic."""
+    metrics of each run, how many runs were executed and whether the pipeline was deterministic.
+    ``totals``: per run, each metric's unrounded [sum, count] over the cases, overall and per slice
+    (``rageval.metrics.aggregate.run_totals``), written when runs > 1, so `rageval merge` can
+    add the shards of a sharded baseline up to the noise of the whole."""
 
     sigma: Mapping[str, float]
     by_slice: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     runs: tuple[Mapping[str, float | None], ...] = ()
     runs_executed: int = 1
     deterministic: bool = False
+    totals: tuple[Mapping[str, Any], ...] = ()
 
     def sigma_of(self, metric: str, slice_key: str | None = None) -> float:
         values = self.sigma if slice_key is None else self.by_slice.get(slice_key, {})
         return float(values.get(metric) or 0.0)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"sigma": dict(self.sigma), "by_slice": {k: dict(v) for k, v in self.by_slice.items()},
-                "runs": [dict(x) for x in self.runs], "runs_executed": self.runs_executed,
-                "deterministic": self.deterministic}
+        out = {"sigma": dict(self.sigma), "by_slice": {k: dict(v) for k, v in self.by_slice.items()},
+               "runs": [dict(x) for x in self.runs], "runs_executed": self.runs_executed,
+               "deterministic": self.deterministic}
+        if self.totals:
+            out["totals"] = [dict(t) for t in self.totals]
+        return out
 
     @classmethod
     def from_dict(cls, data: Any, key: str, r: Reader) -> Noise:
         data = r.obj(data, key)
-        r.keys(data, ("sigma", "by_slice", "runs", "runs_executed", "deterministic"), key)
+        r.keys(data, ("sigma", "by_slice", "runs", "runs_executed", "deterministic", "totals"), key)
 
         def sigmas(value: Any, where: str) -> dict[str, float]:
             return r.numbers(value, where, optional=False, bounds=sigma_bounds)  # type: ignore[return-value]
@@ -119,7 +128,28 @@ class Noise:
                    runs=tuple(r.numbers(x, f"{key}.runs[{i}]", bounds=metric_bounds) for i, x in enumerate(r.lst(data.get("runs") or [],
                                                                                            f"{key}.runs"))),
                    runs_executed=r.int_(data.get("runs_executed", 1), f"{key}.runs_executed", minimum=1),  # type: ignore[arg-type]
-                   deterministic=r.bool_(data.get("deterministic", False), f"{key}.deterministic"))
+                   deterministic=r.bool_(data.get("deterministic", False), f"{key}.deterministic"),
+                   totals=tuple(_run_totals(t, f"{key}.totals[{i}]", r)
+                                for i, t in enumerate(r.lst(data.get("totals") or [], f"{key}.totals"))))
+
+
+def _totals(value: Any, key: str, r: Reader) -> dict[str, list[float]]:
+    out = {}
+    for name, pair in r.obj(value, key).items():
+        pair = r.lst(pair, f"{key}.{name}")
+        if len(pair) != 2:
+            raise r.fail(f"{key}.{name}", f"expected [sum, count], got {pair!r}")
+        out[str(name)] = [float(r.num(pair[0], f"{key}.{name}[0]")),  # type: ignore[arg-type]
+                          r.int_(pair[1], f"{key}.{name}[1]")]
+    return out  # type: ignore[return-value]
+
+
+def _run_totals(value: Any, key: str, r: Reader) -> dict[str, Any]:
+    data = r.obj(value, key)
+    r.keys(data, ("metrics", "by_slice"), key)
+    return {"metrics": _totals(r.req(data, "metrics", key), f"{key}.metrics", r),
+            "by_slice": {str(label): _totals(v, f"{key}.by_slice.{label}", r)
+                         for label, v in r.obj(data.get("by_slice") or {}, f"{key}.by_slice").items()}}
 
 
 @dataclass(frozen=True)
@@ -184,6 +214,8 @@ def _snapshot_case(value: Any, key: str, r: Reader) -> dict[str, Any]:
     for name in SNAPSHOT_LISTS:
         r.strs(case.get(name) or [], f"{key}.{name}")
     r.bool_(case.get("out_of_scope", False), f"{key}.out_of_scope")
+    for section, grade in r.obj(case.get("grades") or {}, f"{key}.grades").items():
+        r.int_(grade, f"{key}.grades.{section}")
     return dict(case)
 
 
@@ -222,9 +254,53 @@ class HistoryEntry(Record):
         return entry
 
 
+MSG_SHARD = ("{what} is {got!r}: write it as I/N, the I-th of N parts (1 ≤ I ≤ N ≤ {most}), e.g. 2/4; every "
+             "part runs the cases whose id hashes to it, and `rageval merge` joins the N results.")
+MAX_SHARDS = 1000
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Part ``index`` of ``count`` of a run (``--shard 2/4``): the cases whose id's sha256, read as
+    a number, is ``index − 1`` modulo ``count``. The split depends on the case id alone, so every
+    job of a matrix picks the same partition whatever the machine, the order of the golden file or
+    the cases added elsewhere in it."""
+
+    index: int
+    count: int
+
+    @classmethod
+    def parse(cls, text: str, what: str = "--shard") -> Shard:
+        """``2/4`` → Shard(2, 4); RagevalError naming ``what`` (the option or input) otherwise."""
+        m = re.fullmatch(r"\s*(\d{1,4})\s*/\s*(\d{1,4})\s*", text or "")
+        if not m or not 1 <= int(m.group(1)) <= int(m.group(2)) <= MAX_SHARDS:
+            raise RagevalError(MSG_SHARD.format(what=what, got=text, most=MAX_SHARDS))
+        return cls(int(m.group(1)), int(m.group(2)))
+
+    def holds(self, case_id: str) -> bool:
+        return int.from_bytes(hashlib.sha256(case_id.encode("utf-8")).digest()[:8], "big") % self.count \
+            == self.index - 1
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+    def to_dict(self) -> dict[str, int]:
+        return {"index": self.index, "count": self.count}
+
+    @classmethod
+    def from_dict(cls, data: Any, key: str, r: Reader) -> Shard:
+        data = r.obj(data, key)
+        r.keys(data, ("index", "count"), key)
+        count = r.int_(r.req(data, "count", key), f"{key}.count", minimum=1)
+        index = r.int_(r.req(data, "index", key), f"{key}.index", minimum=1)
+        if index > count or count > MAX_SHARDS:  # type: ignore[operator]
+            raise r.fail(key, f"shard {index}/{count}: need 1 ≤ index ≤ count ≤ {MAX_SHARDS}")
+        return cls(index, count)  # type: ignore[arg-type]
+
+
 RUN_KEYS = ("schema_version", "tool", "created_at", "git_sha", "golden", "corpus", "golden_checks", "app", "config",
             "config_fingerprint", "metric_names", "summary", "chunks", "cases", "repeats", "noise", "flaky", "cost",
-            "timings", "history")
+            "timings", "history", "shard")
 
 
 RUN_REQUIRED = ("schema_version", "golden", "config", "metric_names", "summary", "cases")
@@ -253,6 +329,7 @@ class RunResult:
     cost: Cost = field(default_factory=Cost)
     timings: Mapping[str, float] = field(default_factory=dict)
     history: tuple[HistoryEntry, ...] = ()          # earlier baselines of the branch, oldest first
+    shard: Shard | None = None                      # a part of a run (`rageval run --shard`), merged by `rageval merge`
     source: str = field(default="", compare=False)  # where it was read from (messages only; not written)
 
     #: written without indentation: a machine's file, and a third smaller (rageval.files.write_json)
@@ -286,6 +363,7 @@ class RunResult:
             "summary": self.summary.to_dict(), "chunks": chunks, "cases": cases, "repeats": self.repeats,
             "noise": None if self.noise is None else self.noise.to_dict(), "flaky": list(self.flaky),
             "cost": self.cost.to_dict(), "timings": dict(self.timings),
+            **({} if self.shard is None else {"shard": self.shard.to_dict()}),
         }
         if self.history:          # written only when there is one: a file without it reads as before
             out["history"] = [e.to_dict() for e in self.history]
@@ -331,6 +409,7 @@ class RunResult:
                      for k, v in r.obj(data.get("timings") or {}, "timings").items()},
             history=tuple(HistoryEntry.from_dict(e, f"history[{i}]", r)
                           for i, e in enumerate(r.lst(data.get("history") or [], "history"))),
+            shard=None if data.get("shard") is None else Shard.from_dict(data["shard"], "shard", r),
             source=where,
             **optional,
         )

@@ -40,6 +40,7 @@ class AppConfig:
 class ChunkingConfig:
     size: int = setting(200, "posint")                       # tokens per chunk (rageval.text tokenizer)
     overlap: int = setting(0, "nonnegint")                   # tokens shared by consecutive chunks of a document
+    merge_sections: bool = setting(False, "bool")            # pack several sections into a chunk (else one per chunk)
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,8 @@ class RetrievalConfig:
     k: tuple[int, ...] = setting((1, 3, 5), "ints", nonempty=True)
     token_budgets: tuple[int, ...] = setting((), "ints")
     mode: str = setting("dense", "choice", choices=("dense", "bm25", "hybrid"))  # hybrid: reciprocal-rank fusion
+    relevance_min: int = setting(1, "posint")                # least grade hit/recall/mrr count (trec_eval -l)
+    store_k: int = setting(20, "posint")                     # retrieved items kept per case in the RunResult
 
 
 @dataclass(frozen=True)
@@ -144,6 +147,8 @@ class GoldenChecksConfig:
     # a source section's numbers changed, a case expecting them did not
     policy_drift: str = setting("block", "choice", choices=("block", "warn", "off"))
     min_cases_per_section: int = setting(2, "nonnegint")     # coverage: sections with fewer cases are listed
+    # an expected section no corpus file has: fail (the run stops) or skip (left out of the case's metrics, counted)
+    missing_sections: str = setting("fail", "choice", choices=("fail", "skip"))
 
 
 @dataclass(frozen=True)

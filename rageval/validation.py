@@ -24,7 +24,7 @@ from rageval.golden.history import git_history, reference_from_git
 from rageval.golden.set import GoldenSet, load_golden
 from rageval.metrics.aggregate import index_warnings
 from rageval.pipeline.apps.replay import load_traces
-from rageval.pipeline.chunking import chunk_corpus
+from rageval.pipeline.chunking import ChunkStats, chunk_corpus
 from rageval.pipeline.generation import ChatGenerator
 from rageval.results import RunResult
 from rageval.settings import Config
@@ -34,6 +34,8 @@ DRIFT_TIP = ("golden_checks.policy_drift is 'block'; update the cases it names (
              "without failing).")
 NO_SNAPSHOT = ("{label} has no golden snapshot (written by an older rageval); version discipline not checked "
                "against it")
+MISSING_SKIPPED = ("{n} expected sections are in no corpus file ({shown}…); they are left out of the cases' "
+                   "metrics (golden_checks.missing_sections: skip)")
 NO_GIT = "version discipline not checked against git: {why}"
 
 
@@ -50,6 +52,8 @@ class ValidationReport:
     files: int
     chunks: int
     chunk_size: int
+    chunk_stats: ChunkStats                      # tokens per chunk, chunks holding several sections
+    merge_sections: bool                         # chunking.merge_sections
     checked: tuple[str, ...]                     # "the baseline b.json", "git origin/main", "the ids used in …"
     notes: tuple[str, ...]                       # earlier versions that could not be used, and why
     leaks: tuple[lifecycle.Leak, ...]            # warnings (under golden_checks.leaks: warn)
@@ -63,6 +67,11 @@ class ValidationReport:
         lines.append(f"ok: {self.config.name}: golden set {self.golden} v{self.version} ({self.cases} cases), "
                      f"corpus {self.sections} sections in {self.files} files → {self.chunks} chunks "
                      f"of ≤{self.chunk_size} tokens")
+        st = self.chunk_stats
+        packing = (f"sections packed together (chunking.merge_sections): {st.multi_section} chunks hold several"
+                   if self.merge_sections else "one section per chunk")
+        lines.append(f"ok: tokens per chunk: min {st.min_tokens}, median {st.median_tokens:g}, "
+                     f"mean {st.mean_tokens:.1f}, max {st.max_tokens}; {packing}")
         if self.checked:
             lines.append(f"ok: version {self.version} is consistent with {' and '.join(self.checked)}")
         lines += [f"warning: {w}" for w in self.warnings]
@@ -119,23 +128,32 @@ def validate(cfg: Config, *, subset: str | None = None, baseline: tuple[RunResul
     ``baseline``: (a baseline RunResult, how to name it) to hold the golden version to;
     ``git_ref``: the ref holding the previous golden set, None to leave git out."""
     golden = load_golden(cfg.golden)
+    skipped: list[str] = []
     corpus = load_corpus(cfg.corpus, cfg.root)
-    golden.check_sections(corpus.ids())
+    if cfg.golden_checks.missing_sections == "fail":
+        golden.check_sections(corpus.ids())
+    else:
+        missing = {s for case in golden.cases for s in case.expected_sections} - set(corpus.ids())
+        if missing:
+            skipped = [MISSING_SKIPPED.format(n=len(missing), shown=", ".join(sorted(missing)[:5]))]
     lifecycle.check_slice_gates(cfg, golden)
     if subset:
         golden.subset(subset)                       # raises when no case carries the tag
-    chunks = chunk_corpus(corpus, cfg.chunking.size, cfg.chunking.overlap)
+    chunks = chunk_corpus(corpus, cfg.chunking.size, cfg.chunking.overlap,
+                          merge_sections=cfg.chunking.merge_sections)
     if cfg.app.type == "replay" and cfg.app.path is not None:
         load_traces(cfg.app.path)
     if cfg.generation.provider == "openai" and cfg.generation.model and cfg.generation.prompt:
         ChatGenerator(None, cfg.generation.model, cfg.generation.prompt)   # compiles the prompt template
     checked, notes = version_discipline(cfg, golden, baseline=baseline, git_ref=git_ref)
     drift = policy_drift(cfg, golden, corpus, baseline)
+    notes = [*notes, *skipped]
     leaks, cov = lifecycle.audit_golden(cfg, golden, corpus)
     if leaks and cfg.golden_checks.leaks == "fail":
         raise DatasetError("\n".join(f"{cfg.golden}: {x.message()}" for x in leaks), tip=LEAKS_FAIL_TIP)
     return ValidationReport(cfg.path, golden.name, golden.version, len(golden.cases), len(corpus.sections),
-                            len(corpus.files), len(chunks), cfg.chunking.size, tuple(checked), tuple(notes),
+                            len(corpus.files), len(chunks), cfg.chunking.size, ChunkStats.of(chunks),
+                            cfg.chunking.merge_sections, tuple(checked), tuple(notes),
                             tuple(leaks or ()), cov, tuple(index_warnings(len(chunks), cfg.retrieval.top_k)),
                             tuple(drift))
 

@@ -65,9 +65,9 @@ def test_the_seed_incident_names_chunk_size_as_the_cause_of_the_mrr_drop(project
     assert mrr.cause.alone < mrr.whole < 0 and abs(mrr.cause.left_when_reverted) < 0.01
     assert verdict["attribution"]["knobs"] == ["chunking.size 200→800", "embedding.dim 2048→1024"]
     assert verdict["attribution"]["runs"] == 2 and verdict["attribution"]["model_calls"] == 0
-    assert "↳ mrr@5 −0.04: chunking.size 200→800 causes most of it (−0.08 alone; reverting it leaves 0.00)" in stdout
+    assert "↳ mrr@5 −0.04: chunking.size 200→800 causes most of it (−0.06 alone; reverting it leaves 0.00)" in stdout
     comment = (project / "report.md").read_text(encoding="utf-8")
-    assert "chunking.size 200→800 causes most of it (−0.08 alone; reverting it leaves 0.00)" in comment
+    assert "chunking.size 200→800 causes most of it (−0.06 alone; reverting it leaves 0.00)" in comment
     assert "Attribution: 2 extra runs" in comment and "0 model calls" in comment
 
 

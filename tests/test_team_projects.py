@@ -54,9 +54,9 @@ def test_the_language_is_detected_from_the_corpus(project, language):
 
 def test_an_english_project_declines_in_english_and_the_decline_is_read_as_one(northwind):
     result = prepare(load_config(northwind / "rageval.yml"), env={}, subset="pr").run()
-    declined = {c.id: c.answer for c in result.cases if c.out_of_scope}
-    assert declined and set(declined.values()) == {"The documents do not cover this."}
-    assert all(c.checks["refusal"].status == "pass" for c in result.cases if c.out_of_scope)
+    declined = [c for c in result.cases if c.checks["refusal"].details.get("declined")]
+    assert declined and {c.answer for c in declined} == {"The documents do not cover this."}
+    assert all(c.checks["refusal"].status == "pass" for c in declined if c.out_of_scope)
     assert result.app["language"] == "en"
     assert "Tài liệu" not in json.dumps([c.answer for c in result.cases], ensure_ascii=False)
 

@@ -1,5 +1,5 @@
-"""`rageval golden add` (a case from an incident) and `rageval golden candidates` (cases proposed
-from chat logs)."""
+"""`rageval golden add` (a case from an incident), `rageval golden candidates` (cases proposed
+from chat logs) and `rageval golden import` (a golden set from a BEIR folder or TREC qrels)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import TextIO
 
 from rageval.commands.shared import split_list
 from rageval.config import load_config
-from rageval.errors import EXIT_OK
+from rageval.errors import EXIT_OK, DatasetError
 from rageval.files import write_text
 from rageval.golden.candidates import (
     DEFAULT_ORDER_PATTERNS,
@@ -21,6 +21,7 @@ from rageval.golden.candidates import (
 from rageval.golden.corpus import load_corpus
 from rageval.golden.edit import add_case, write_added
 from rageval.golden.history import git_history
+from rageval.golden.ir_import import import_beir, import_qrels
 from rageval.golden.set import load_golden
 from rageval.pipeline.embedding import LocalEmbedder
 
@@ -55,4 +56,24 @@ def candidates(args: argparse.Namespace, out: TextIO) -> int:
               f"{len(proposed.clusters)} intents → {len(proposed.candidates)} candidates\n"
               f"wrote {args.out}: label each case (expected_sections, expected_answer), then copy it into "
               f"{cfg.golden.name} with `rageval golden add`\n")
+    return EXIT_OK
+
+
+MSG_QRELS_NEEDS = "--qrels needs --queries (the query texts) and --corpus (the documents it judges)."
+
+
+def import_set(args: argparse.Namespace, out: TextIO) -> int:
+    if args.beir:
+        found = import_beir(Path(args.beir), args.split, missing=args.missing, name=args.name)
+        corpus = Path(args.beir) / "corpus.jsonl"
+    else:
+        if not args.queries or not args.corpus:
+            raise DatasetError(MSG_QRELS_NEEDS)
+        found = import_qrels(Path(args.qrels), Path(args.queries), args.corpus, Path.cwd(), missing=args.missing,
+                             name=args.name)
+        corpus = Path(args.corpus)
+    write_text(args.out, found.yaml())
+    out.write("\n".join(found.lines()) + "\n")
+    out.write(f"wrote {args.out}; in rageval.yml: `golden: {args.out}` and `corpus: {corpus}` (paths relative to "
+              "the config file)\n")
     return EXIT_OK

@@ -1,4 +1,5 @@
-"""`rageval run` (one evaluation → a RunResult) and `rageval baseline` (repeats → noise)."""
+"""`rageval run` (one evaluation → a RunResult), `rageval baseline` (repeats → noise) and
+`rageval merge` (the parts of a sharded run → one RunResult)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from rageval.errors import EXIT_BLOCKED, EXIT_OK
 from rageval.files import write_json
 from rageval.gate import terminal
 from rageval.gate.markdown import printable
-from rageval.results import RunResult, load_result
+from rageval.results import RunResult, Shard, load_result
 from rageval.settings import Config
+from rageval.shards import merge as merge_shards
 
 
 def _errors(result: RunResult, cfg: Config, err: TextIO) -> int:
@@ -27,7 +29,8 @@ def _errors(result: RunResult, cfg: Config, err: TextIO) -> int:
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     cfg = load_config(args.config)
-    result = build_evaluation(cfg, args.subset, args.app).run(progress=ProgressPrinter("rageval run", args.err))
+    shard = Shard.parse(args.shard) if args.shard else None
+    result = build_evaluation(cfg, args.subset, args.app, shard).run(progress=ProgressPrinter("rageval run", args.err))
     if args.out:
         write_json(args.out, result)
     out.write(terminal.render_run_table(result) + "\n")
@@ -38,7 +41,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
 def baseline(args: argparse.Namespace, out: TextIO) -> int:
     cfg = load_config(args.config)
-    ev = build_evaluation(cfg, args.subset, None)
+    ev = build_evaluation(cfg, args.subset, None, Shard.parse(args.shard) if args.shard else None)
     previous = load_result(args.previous) if args.previous else None
     result = flow.run_repeats(ev, args.repeats, progress=ProgressPrinter("rageval baseline", args.err),
                               previous=previous)
@@ -46,3 +49,11 @@ def baseline(args: argparse.Namespace, out: TextIO) -> int:
     out.write(terminal.render_run_table(result) + "\n" + terminal.render_noise(result) + "\n")
     out.write(f"wrote {args.out}\n")
     return _errors(result, cfg, args.err)
+
+
+def merge(args: argparse.Namespace, out: TextIO) -> int:
+    result = merge_shards([(load_result(path), str(path)) for path in args.shards])
+    write_json(args.out, result)
+    out.write(terminal.render_run_table(result) + "\n")
+    out.write(f"merged {len(args.shards)} shards, {len(result.cases)} cases; wrote {args.out}\n")
+    return EXIT_OK

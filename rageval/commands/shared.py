@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from rageval.pipeline.runner import Evaluation, prepare
+from rageval.results import Shard
 from rageval.settings import Config
 
 
@@ -37,9 +38,9 @@ class ProgressPrinter:
             self.last_pct, self.last_time = pct, now
 
 
-def build_evaluation(cfg: Config, subset: str | None, app_spec: str | None) -> Evaluation:
+def build_evaluation(cfg: Config, subset: str | None, app_spec: str | None, shard: Shard | None = None) -> Evaluation:
     """The evaluation the CLI runs: the user's own environment is what their app sees."""
-    return prepare(cfg, subset=subset, app_spec=app_spec, env=os.environ)
+    return prepare(cfg, subset=subset, app_spec=app_spec, env=os.environ, shard=shard)
 
 
 def split_list(values: Sequence[str] | None) -> list[str]:

@@ -33,7 +33,8 @@ from rageval.results import RunResult
 from rageval.settings import GateConfig
 
 #: what a case asks and expects: two cases with the same id and these values are the same case
-IDENTITY = ("question", "expected_sections", "expected_answer", "must_include", "must_not_include", "out_of_scope")
+IDENTITY = ("question", "expected_sections", "grades", "expected_answer", "must_include", "must_not_include",
+            "out_of_scope")
 
 MSG_NO_BASELINE = "no baseline RunResult; floors and zero-tolerance only (gate.missing_baseline: floors_only)"
 MSG_SIGMA_DETERMINISTIC = " in a deterministic pipeline, whose repeats are identical"

@@ -12,7 +12,8 @@ RunResult (``config``); its ``gate`` and ``golden_checks`` sections are read bac
   chances for a re-run to unblock, more slices gated); min_common_cases: the larger;
 * significance: none (every breach blocks) over any level, else the larger level;
 * missing_baseline, errors, not_comparable, known_failures: the blocking choice of the two;
-* golden_checks.policy_drift, golden_checks.leaks: the more severe; leak_overlap: the smaller.
+* golden_checks.policy_drift, golden_checks.leaks, golden_checks.missing_sections: the more
+  severe; leak_overlap: the smaller.
 
 So a PR that loosens the gate gets its values only once it is on main (its own baseline then
 carries them); tightening applies at once. What the PR loosened and tightened is reported, and
@@ -84,7 +85,7 @@ RULES: dict[type, dict[str, Callable[[Any, Any], Any]]] = {
     },
     GoldenChecksConfig: {
         "leaks": _order("off", "warn", "fail"), "leak_overlap": min, "policy_drift": _order("off", "warn", "block"),
-        "leak_files": _own, "min_cases_per_section": _own,
+        "leak_files": _own, "min_cases_per_section": _own, "missing_sections": _order("skip", "fail"),
     },
 }
 

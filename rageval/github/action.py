@@ -18,6 +18,9 @@ Modes (input ``mode``; ``auto`` picks one from the event):
   ``workflow_dispatch``): the whole golden set, floors, zero-tolerance and the comparison with
   the baseline of the base branch (the merge group's), else the default branch (from the
   payload, or ``GET /repos/{owner}/{repo}`` when the payload has none).
+* input ``shard: i/N`` (a ``strategy.matrix`` job): run only that part of the cases and write its
+  RunResult; ``merge``: join the parts (input ``shards``, a glob) with ``rageval.shards`` and
+  gate the whole as ``verify`` does.
 
 The Docker image (``entrypoint.py``) and the native mode (``native/action.yml``, the job's own
 Python) both call ``main``: one code path decides and reports. The commit status (input
@@ -29,6 +32,7 @@ Exit codes: 0 passed (or baseline written), 1 blocked, 2 bad input or configurat
 
 from __future__ import annotations
 
+import glob
 import os
 import sys
 import time
@@ -54,6 +58,7 @@ from rageval.github.context import (
     ERROR_BODY,
     FORK_NOTE,
     FULL_REPORT,
+    MSG_NO_SHARDS,
     MSG_SKIPPED,
     RUNNING_BODY,
     SKIPPED_BODY,
@@ -83,8 +88,9 @@ from rageval.github.status import StatusReporter, status_reporter
 from rageval.github.workflow import Console, Progress, append_text, write_output
 from rageval.golden.set import load_golden
 from rageval.pipeline.runner import Evaluation, prepare
-from rageval.results import RunResult
+from rageval.results import RunResult, load_result
 from rageval.settings import Config, ReportConfig
+from rageval.shards import merge as merge_shards
 
 
 def _report_path(results_path: str, suffix: str = ".md") -> str:
@@ -177,12 +183,17 @@ def _run_gate(ctx: ActionContext) -> int:
         post_comment(ctx, ERROR_BODY.format(title=title, message=ctx.console.redact(message),
                                             code=code, link=ctx.link()))
         raise
+    return _report(ctx, outcome, loaded[0])
+
+
+def _report(ctx: ActionContext, outcome: flow.GateOutcome, cfg: Config) -> int:
+    """The verdict in the log, the files (results, markdown, HTML), the comment and the status; the exit code."""
     verdict = outcome.verdict
     ctx.console.log(outcome.line)
     for reason in verdict.reasons:
         ctx.console.log(f"  {'BLOCK' if reason.blocking else 'note '} {reason.message}")
     markdown = (FORK_NOTE.format(docs=ctx.docs_url()) if ctx.event.fork else "") + outcome.markdown
-    html = render_html(outcome.candidate, baseline=outcome.baseline, verdict=verdict, cfg=loaded[0].report,
+    html = render_html(outcome.candidate, baseline=outcome.baseline, verdict=verdict, cfg=cfg.report,
                        redact=ctx.console.redact)
     _finish(ctx, verdict=verdict.verdict, markdown=markdown, result=outcome.candidate,
             pass_to_fail=list(verdict.pass_to_fail), html=html)
@@ -192,6 +203,45 @@ def _run_gate(ctx: ActionContext) -> int:
         ctx.console.error(outcome.line)
         return EXIT_BLOCKED
     return EXIT_OK
+
+
+def _run_shard(ctx: ActionContext) -> int:
+    """input shard (a matrix job): run that part of the subset and write its RunResult; no gate."""
+    cfg, shard = load_action_config(ctx), ctx.inputs.shard
+    golden = load_golden(cfg.golden)
+    subset = choose_subset(ctx, golden)
+    ev = prepare(cfg, subset=subset, env=ctx.app_env(), golden=golden, shard=shard)
+    with ctx.console.group(f"rageval shard {shard} of {len(ev.golden.cases)} cases"):
+        try:
+            result = ev.run(progress=Progress(ctx.console, f"rageval shard {shard}"))
+        finally:
+            _close_app(ev)
+    table = terminal.render_run_table(result)
+    ctx.console.log(table)
+    markdown = (f"### {cfg.report.title}: shard {shard}\n\n{len(result.cases)} of {len(ev.golden.cases)} cases. "
+                f"Upload `{ctx.inputs.results_path}` with `actions/upload-artifact`; one more job joins the parts "
+                f"(`mode: merge`) and gates the whole.\n\n```\n{table}\n```\n")
+    _finish(ctx, verdict="none", markdown=markdown, result=result, pass_to_fail=[],
+            html=render_html(result, cfg=cfg.report, redact=ctx.console.redact))
+    return EXIT_OK
+
+
+def _run_merge(ctx: ActionContext) -> int:
+    """merge: join the parts of a sharded run (input shards), then gate the whole as verify does."""
+    cfg = load_action_config(ctx)
+    files = sorted(Path(p) for p in glob.glob(str(ctx.path(ctx.inputs.shards)), recursive=True) if Path(p).is_file())
+    if not files:
+        raise ActionInputError(MSG_NO_SHARDS.format(pattern=ctx.inputs.shards, workspace=ctx.workspace))
+    with ctx.console.group(f"rageval merge: {len(files)} parts"):
+        merged = merge_shards([(load_result(f), str(f)) for f in files])
+        ctx.console.log(terminal.render_run_table(merged))
+    golden = load_golden(cfg.golden)
+    subset = choose_subset(ctx, golden)
+    ctx.comment_key = comment_key(ctx.inputs.config)
+    ctx.comment_enabled = ctx.inputs.comment and ctx.event.pr_number is not None
+    outcome = flow.gate(cfg, baseline_for(ctx, cfg), candidate=merged, expected=golden.subset(subset).cases,
+                        known_failures=known_failures_default("verify", ctx.event.name), full_report=ctx.report_url())
+    return _report(ctx, outcome, cfg)
 
 
 def _run_skipped(ctx: ActionContext) -> int:
@@ -224,7 +274,7 @@ def _run_baseline(ctx: ActionContext) -> int:
     """baseline: run every case ``repeats`` times and write the RunResult for upload."""
     cfg = load_action_config(ctx)
     subset = None if ctx.inputs.subset in (None, ALL_CASES) else ctx.inputs.subset
-    ev = prepare(cfg, subset=subset, env=ctx.app_env())
+    ev = prepare(cfg, subset=subset, env=ctx.app_env(), shard=ctx.inputs.shard)
     previous = previous_baseline(ctx, cfg)
     with ctx.console.group(f"rageval baseline: {len(ev.golden.cases)} cases × {ctx.inputs.repeats} repeats"):
         try:
@@ -300,7 +350,8 @@ def main(env: Mapping[str, str], *, stdout: TextIO | None = None, stderr: TextIO
         if ctx.inputs.skip:
             return _run_skipped(ctx)
         with isolation(env, console) as ctx.app_home:
-            code = _run_baseline(ctx) if ctx.mode == "baseline" else _run_gate(ctx)
+            code = (_run_baseline(ctx) if ctx.mode == "baseline" else _run_merge(ctx) if ctx.mode == "merge"
+                    else _run_shard(ctx) if ctx.inputs.shard else _run_gate(ctx))
         console.log(f"done in {time.monotonic() - started:.1f} s, exit code {code}")
         return code
     except RagevalError as exc:

@@ -37,6 +37,9 @@ MSG_NO_BASELINE = ("No baseline artifact '{name}' from branch '{branch}' of {rep
                    "not run yet: on a push to {branch}, run this action with `mode: baseline`, then "
                    "`actions/upload-artifact` with `name: {name}` and `path: ${{{{ steps.<id>.outputs.results }}}}` "
                    "— the workflow to copy is in {docs}.")
+MSG_NO_SHARDS = ("Input 'shards' is {pattern!r}: no file matches it in {workspace}. Download the shard jobs' "
+                 "artifacts first (`actions/download-artifact` with `pattern:` and `path:`), then point `shards` at "
+                 "their RunResults.")
 DOCS_FALLBACK = "docs/action.md of rag-eval-gate"
 MSG_CACHE_IGNORED = ("The response cache {path} is inside the checkout, where a pull request can commit entries, so it "
                      "is ignored: the cache used is {outside}, outside the workspace (restore it with actions/cache "

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rageval.errors import ActionInputError, did_you_mean
+from rageval.errors import ActionInputError, RagevalError, did_you_mean
+from rageval.results import Shard
 
-MODES = ("auto", "gate", "baseline", "verify")
+MODES = ("auto", "gate", "baseline", "verify", "merge")
 PR_EVENTS = ("pull_request", "pull_request_target")
 ALL_CASES = "all"
 DEFAULT_GATE_SUBSET = "pr"
@@ -35,13 +36,16 @@ INPUT_DEFAULTS: dict[str, str] = {
     "results-path": "rageval-results.json",
     "status-context": "",
     "skip": "false",
+    "shard": "",
+    "shards": "rageval-shards/**/*.json",
 }
 
 _TRUE = ("true", "True", "TRUE")
 _FALSE = ("false", "False", "FALSE")
 _ARTIFACT_NAME_RE = re.compile(r'^[^"\\:<>|*?\r\n/]+$')  # what actions/upload-artifact accepts
 
-MSG_BAD_MODE = "Input 'mode' is {value!r}; use one of: auto, gate, baseline, verify{hint}."
+MSG_BAD_MODE = "Input 'mode' is {value!r}; use one of: auto, gate, baseline, verify, merge{hint}."
+MSG_SHARD_MERGE = "Inputs 'shard' and 'mode: merge' go to different jobs: the matrix jobs run a shard, one more job merges."
 MSG_BAD_REPEATS = "Input 'repeats' is {value!r}; it must be a whole number from 1 to 100 (runs used to measure noise)."
 MSG_BAD_BOOL = ("Input '{name}' is {value!r}; it must be true or false (as in YAML: "
                 "true | True | TRUE | false | False | FALSE).")
@@ -79,6 +83,8 @@ class Inputs:
     results_path: str
     status_context: str | None
     skip: bool = False            # true: nothing RAG-relevant changed; pass without evaluating
+    shard: Shard | None = None    # run only this part of the cases (a matrix job)
+    shards: str = INPUT_DEFAULTS["shards"]   # merge mode: a glob of the parts' RunResults
 
     def __repr__(self) -> str:  # never show the token
         shown = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "token"}
@@ -111,6 +117,14 @@ def parse_inputs(env: Mapping[str, str]) -> Inputs:
     status = text("status-context") or None
     if status is not None and len(status) >= 255:
         raise ActionInputError(MSG_BAD_STATUS.format(length=len(status)))
+    shard = None
+    if text("shard"):
+        try:
+            shard = Shard.parse(text("shard"), what="Input 'shard'")
+        except RagevalError as exc:
+            raise ActionInputError(exc.message) from None
+        if mode == "merge":
+            raise ActionInputError(MSG_SHARD_MERGE)
     return Inputs(
         config=text("config"),
         mode=mode,
@@ -124,6 +138,8 @@ def parse_inputs(env: Mapping[str, str]) -> Inputs:
         results_path=text("results-path"),
         status_context=status,
         skip=_bool_input(env, "skip"),
+        shard=shard,
+        shards=text("shards"),
     )
 
 

@@ -29,7 +29,7 @@ from rageval.settings import Config
 from rageval.text import folded_words
 
 #: Fields of a case compared by the golden diff, in the order the report names them.
-DIFF_FIELDS = ("question", "expected_sections", "expected_answer", "must_include", "must_not_include",
+DIFF_FIELDS = ("question", "expected_sections", "grades", "expected_answer", "must_include", "must_not_include",
                "out_of_scope", "slice", "tags", "source")
 #: Two questions under one id whose folded word sets overlap less than this are different questions.
 SAME_QUESTION_JACCARD = 0.5

@@ -13,6 +13,7 @@ An aggregate over nothing is None ("n/a"), never NaN. Pure functions, no I/O.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from rageval.metrics.registry import case_value, parse_metric, summary_metric_names
 from rageval.records import ERROR, FAIL, CaseResult, CheckResult
@@ -116,3 +117,33 @@ def run_warnings(run: RunResult) -> list[str]:
         if n >= MIN_CASES_CONSTANT and len(values) == 1 and next(iter(values)) in (0.0, 1.0):
             out.append(MSG_CONSTANT.format(metric=metric, value=next(iter(values)), n=n))
     return out
+def totals(cases: Sequence[CaseResult], metric_names: Sequence[str]) -> dict[str, list[float]]:
+    """Metric → [sum, count] of the cases' values (unrounded): what one part of a run contributes,
+    so the parts of a sharded run add up to the whole's means (``rageval.shards``)."""
+    names = [*metric_names, *(m for m in summary_metric_names() if m not in metric_names)]
+    out: dict[str, list[float]] = {}
+    for name in names:
+        kept = [v for v in (case_value(c, name) for c in cases) if v is not None]
+        out[name] = [round(float(sum(kept)), 9), len(kept)]
+    return out
+
+
+def run_totals(cases: Sequence[CaseResult], metric_names: Sequence[str]) -> dict[str, Any]:
+    """Totals overall and per slice label (see :func:`totals`)."""
+    groups: dict[str, list[CaseResult]] = {}
+    for case in cases:
+        for label in case.slice_labels:
+            groups.setdefault(label, []).append(case)
+    return {"metrics": totals(cases, metric_names),
+            "by_slice": {label: totals(group, metric_names) for label, group in sorted(groups.items())}}
+
+
+def mean_of_totals(parts: Iterable[Mapping[str, Sequence[float]]]) -> dict[str, float | None]:
+    """Metric → the mean over several parts' [sum, count] totals, rounded as :func:`mean` rounds."""
+    sums: dict[str, list[float]] = {}
+    for part in parts:
+        for name, (total, count) in part.items():
+            into = sums.setdefault(name, [0.0, 0])
+            into[0] = round(into[0] + total, 9)
+            into[1] += count
+    return {name: round(total / count, 6) if count else None for name, (total, count) in sums.items()}

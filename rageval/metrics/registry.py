@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +56,7 @@ class CaseInput:
     must_not_include: tuple[str, ...] = ()
     out_of_scope: bool = False
     first_relevant_rank: int | None = None
+    relevant_sections: tuple[str, ...] | None = None    # graded ≥ retrieval.relevance_min (None: all expected)
     k: int = 0                                          # the deepest cut-off the run measures
     units: tuple[str, ...] | None = None                # checks.units (None: the built-in ones)
     refusal_markers: tuple[str, ...] | None = None      # checks.refusal_markers
@@ -107,12 +108,15 @@ class Check:
 
 @dataclass(frozen=True)
 class RetrievalFamily:
-    """A family of retrieval metrics, one per cut-off: ``at(ranking, expected, k)`` for one case."""
+    """A family of retrieval metrics, one per cut-off: ``at(ranking, relevance, k)`` for one case.
+    ``graded``: defined when some expected section has a positive grade (nDCG, whose gain is the
+    grade); otherwise when some section is graded ≥ ``retrieval.relevance_min`` (hit, recall, MRR)."""
 
     family: str
     description: str
     formula: str
-    at: Callable[[retrieval.Ranking, set[str], int], float]
+    at: Callable[[retrieval.Ranking, retrieval.Relevance, int], float]
+    graded: bool = False
 
 
 @dataclass(frozen=True)
@@ -337,20 +341,27 @@ def is_retrieval_metric(metric: str) -> bool:
 
 
 def case_metrics(names: Sequence[str], ranking: retrieval.Ranking, tokens: Sequence[int],
-                 expected: set[str] | frozenset[str]) -> dict[str, float]:
-    """Every retrieval metric in ``names`` for one case. ``tokens[i]`` is the size of chunk i."""
-    expected = set(expected)
+                 expected: retrieval.Relevance | Mapping[str, int] | Iterable[str], *, minimum: int = 1,
+                 holders: Iterable[Iterable[str]] | None = None) -> dict[str, float]:
+    """Every retrieval metric in ``names`` that the case has (see ``rageval.metrics.retrieval``:
+    a family whose sections the case lacks is left out). ``tokens[i]`` is the size of chunk i;
+    ``expected``: the graded sections ({section: grade}, or a set: grade 1 each); ``minimum``:
+    ``retrieval.relevance_min``; ``holders``: the sections of the index's chunks, when known."""
+    rel = retrieval.Relevance.of(expected, minimum, holders).seen_in(ranking)
+    has = {True: bool(rel.gains), False: bool(rel.relevant)}
     out: dict[str, float] = {}
     for name in names:
         m = parse_metric(name)
         if not m.is_retrieval:
             raise ValueError(f"{name!r} is not a retrieval metric")
-        at = REGISTRY.families[m.family].at
+        family = REGISTRY.families[m.family]
+        if not has[family.graded]:
+            continue
         if m.budget:
             cut = retrieval.budget_prefix(ranking, tokens, m.k)  # type: ignore[arg-type]
-            out[name] = at(cut, expected, len(cut))
+            out[name] = family.at(cut, rel, len(cut))
         else:
-            out[name] = at(ranking, expected, m.k)  # type: ignore[arg-type]
+            out[name] = family.at(ranking, rel, m.k)  # type: ignore[arg-type]
     return out
 
 
@@ -394,13 +405,17 @@ def _model_check(name: str) -> Callable[[CaseInput], CheckResult]:
 
 
 def _retrieval_check(x: CaseInput) -> CheckResult:
-    if x.retrieved is None or not x.expected_sections:
-        return CheckResult.skipped("out of scope: no expected sections" if not x.expected_sections
-                                   else "the app reported no retrieval")
+    relevant = x.expected_sections if x.relevant_sections is None else x.relevant_sections
+    if not x.expected_sections:
+        return CheckResult.skipped("out of scope: no expected sections")
+    if not relevant:
+        return CheckResult.skipped("no expected section is graded ≥ retrieval.relevance_min")
+    if x.retrieved is None:
+        return CheckResult.skipped("the app reported no retrieval")
     rank = x.first_relevant_rank
     if rank is not None and rank <= x.k:
         return CheckResult.ok(f"first relevant chunk at rank {rank}", k=x.k)
-    return CheckResult.fail(f"no chunk with {', '.join(sorted(x.expected_sections))} in the top {x.k}", k=x.k)
+    return CheckResult.fail(f"no chunk with {', '.join(sorted(relevant))} in the top {x.k}", k=x.k)
 
 
 def _judge_model(cfg: Any) -> bool:
@@ -430,12 +445,13 @@ def metrics_table_markdown() -> str:
 
 for _family in (
     RetrievalFamily("hit", "a relevant chunk is in the top k", "1 if any relevant in top k else 0", retrieval.hit_at),
-    RetrievalFamily("recall", "share of expected sections found in the top k", "|E ∩ sections(top k)| / |E|",
+    RetrievalFamily("recall", "share of relevant expected sections found in the top k", "|R ∩ sections(top k)| / |R|",
                     retrieval.recall_at),
     RetrievalFamily("mrr", "reciprocal rank of the first relevant chunk", "1 / rank of first relevant (0 if none)",
                     retrieval.rr_at),
-    RetrievalFamily("ndcg", "rank-discounted gain, binary relevance, each expected section credited once",
-                    "Σ (2^rel−1)/log2(i+1) / IDCG, IDCG over min(k, |E|) ranks", retrieval.ndcg_at),
+    RetrievalFamily("ndcg", "rank-discounted gain: a section's grade, credited at the first chunk holding it",
+                    "Σ gain_i / log2(i+1) / IDCG; gain_i = Σ grades first held by chunk i; IDCG: best order of "
+                    "the index's chunks (the grades sorted, one section per chunk)", retrieval.ndcg_at, graded=True),
 ):
     register(_family)
 

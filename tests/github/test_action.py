@@ -118,8 +118,10 @@ def test_event_gives_pr_number_base_and_head_sha_not_the_merge_commit(tmp_path):
 
 
 @pytest.mark.parametrize(("inputs", "message"), [
-    ({"mode": "bogus"}, "::error title=rag-eval-gate::Input 'mode' is 'bogus'; use one of: auto, gate, baseline, verify."),
-    ({"mode": "gates"}, "Input 'mode' is 'gates'; use one of: auto, gate, baseline, verify (did you mean 'gate'?)."),
+    ({"mode": "bogus"}, "::error title=rag-eval-gate::Input 'mode' is 'bogus'; use one of: auto, gate, baseline, verify, merge."),
+    ({"mode": "gates"}, "Input 'mode' is 'gates'; use one of: auto, gate, baseline, verify, merge (did you mean 'gate'?)."),
+    ({"shard": "5/4"}, "Input 'shard' is '5/4': write it as I/N, the I-th of N parts (1 ≤ I ≤ N ≤ 1000)"),
+    ({"shard": "1/4", "mode": "merge"}, "Inputs 'shard' and 'mode: merge' go to different jobs"),
     ({"repeats": "x"}, "Input 'repeats' is 'x'; it must be a whole number from 1 to 100"),
     ({"repeats": "0"}, "Input 'repeats' is '0'; it must be a whole number from 1 to 100"),
     ({"comment": "yes"}, "Input 'comment' is 'yes'; it must be true or false"),

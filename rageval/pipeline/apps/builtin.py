@@ -34,7 +34,7 @@ class Retriever:
 
     def __init__(self, cfg: Config, chunks: Sequence[Chunk], client: Any = None) -> None:
         mode = cfg.retrieval.mode
-        texts, ids = [c.text for c in chunks], [c.id for c in chunks]
+        texts, ids = [c.indexed for c in chunks], [c.id for c in chunks]      # section ids are labels, not words
         self.embedder: Embedder | None = None if mode == "bm25" else make_embedder(cfg.embedding, client)
         self.index: VectorIndex | None = None
         self.lexical: BM25Index | None = None
@@ -63,7 +63,8 @@ class BuiltinApp:
     def __init__(self, cfg: Config, corpus: Corpus, client: Any = None) -> None:
         started = time.monotonic()
         self.cfg = cfg
-        self.chunks: list[Chunk] = chunk_corpus(corpus, cfg.chunking.size, cfg.chunking.overlap)
+        self.chunks: list[Chunk] = chunk_corpus(corpus, cfg.chunking.size, cfg.chunking.overlap,
+                                                  merge_sections=cfg.chunking.merge_sections)
         self.retriever = Retriever(cfg, self.chunks, client)
         self.language = cfg.language if cfg.language != "auto" else detect_language(s.text for s in corpus.sections)
         self.generator: Generator | None = make_generator(cfg, client, self.language)
@@ -90,9 +91,10 @@ class BuiltinApp:
         started = time.monotonic()
         if previous is not None and previous.retrieved is not None and self.retriever.deterministic:
             retrieved = previous.retrieved          # retrieval is deterministic: reuse it on a re-run
+            self._rankings.pop(case.id, None)
         else:
             self.prepare([case])
-            retrieved = self._rankings[case.id]
+            retrieved = self._rankings.pop(case.id)   # held until answered: memory is one block's rankings
         context = retrieved[: self.cfg.retrieval.top_k]
         gen: Generated = (self.generator.generate(case.question, context, case_id=case.id, fresh=fresh)
                           if self.generator else Generated(None))
