@@ -11,20 +11,28 @@
 #    base GitHub builds, when it can be pulled (it cannot where no container registry is reachable).
 # 3. podman build on each base (package traffic goes through a proxy whose CA is in the host
 #    bundle, so the bundle is mounted into the build); the image size is printed with its base and
-#    must stay under $MAX_IMAGE_MB.
+#    must stay under $MAX_IMAGE_MB. A cold start is timed: the image saved to an archive (what a
+#    registry serves), removed, then loaded and run once (what `runs.image: docker://…` costs a
+#    job, against a build of the Dockerfile on every run).
 # 4. Each image run like the runner: workspace at /github/workspace (the working directory, owned
 #    by uid 1001 as the runner's is), INPUT_* / GITHUB_* variables, the event file and the
 #    file-command files mounted:
-#    - baseline on a push to main (no network), then the next steps' reads as uid 1001 (setpriv):
-#      the results and the report, as actions/upload-artifact reads them;
+#    - baseline on a push to main (no network), in a workspace that is a git checkout owned by uid
+#      1001 (the RunResult's git_sha is its HEAD), then the next steps' reads as uid 1001 (setpriv):
+#      the results and the reports (markdown, HTML), as actions/upload-artifact reads them;
 #    - baseline of the demo's model config against the OpenAI-compatible fake on the host
 #      (.ci/fakes.py openai): the response cache files it writes, read as uid 1001 (actions/cache);
 #    - the upload-artifact step (as uid 1001) zips the baseline; the fake GitHub on the host
-#      (.ci/fakes.py github) serves it as main's artifact; a gate run on a pull_request with the
-#      incident's 800-token config downloads it and is blocked, with the sticky comment and the
-#      commit status pending → failure; a bad input ends the status in error;
+#      (.ci/fakes.py github) serves it as main's artifact to a second baseline run on main, which
+#      carries it in its history (main's trend); that second baseline is then main's artifact, and
+#      a gate run on a pull_request with the incident's 800-token config downloads it and is
+#      blocked, with the sticky comment (its trend lines and "Full report" link), the HTML report
+#      (0644) and the commit status pending → failure; a bad input ends the status in error;
 #    - the team's service as a job service container (`services: rag:`): a container on a
-#      job network with the alias `rag`, reached by the action at http://rag:8000/answer.
+#      job network with the alias `rag`, reached by the action at http://rag:8000/answer;
+#    - a hostile command app (tests/github/hostile_app.py): it runs as rageval-app, reads no
+#      ancestor's environment, cannot write the job log or GITHUB_OUTPUT, and the workflow
+#      commands on its stderr run as none (the log parsed with tests/github/runner_log.py).
 #    The host fakes listen on 127.0.0.1 and the runs that need them use `--network host` (rootful:
 #    the container shares the host's network namespace, so 127.0.0.1 is the host's loopback).
 #    On GitHub the action runs on the job's bridge network and reaches api.github.com; only the
@@ -181,6 +189,28 @@ build_image() {  # build_image BASE TAG: builds localhost/rag-eval-gate:TAG, pri
     >/dev/null || fail "$image holds a compiler, pip or a cache"
   [ "$(awk -v b="$size" -v m="$MAX_IMAGE_MB" 'BEGIN { print (b < m * 1000000) }')" = 1 ] \
     || fail "$image is $(mb "$size") MB, over the $MAX_IMAGE_MB MB goal"
+  cold_start "$image" "$2"
+}
+
+now_ms() { date +%s%3N; }
+cold_start() {  # cold_start IMAGE TAG: as a published image costs a job: pull (here: load an archive), run once
+  local image="$1" archive="$WORK/image-$2.tar" t0 t1 t2 rc
+  podman save -q -o "$archive" "$image" || fail "podman save $image failed"
+  podman rmi -f "$image" >/dev/null
+  t0=$(now_ms)
+  podman load -q -i "$archive" >/dev/null || fail "podman load $archive failed"
+  t1=$(now_ms)
+  set +e
+  podman run --rm -e INPUT_MODE=bogus "$image" >"$WORK/cold-$2.log" 2>&1
+  rc=$?
+  set -e
+  t2=$(now_ms)
+  if [ "$rc" != 2 ] || ! grep -q "Input 'mode' is 'bogus'" "$WORK/cold-$2.log"; then
+    cat "$WORK/cold-$2.log"; fail "cold start: the image did not answer a bad input with exit 2"
+  fi
+  say "COLD START: load $((t1 - t0)) ms + first run to exit $((t2 - t1)) ms (archive $(mb "$(stat -c %s "$archive")") MB)"
+  rm -f "$archive"
+  echo "$2 $((t1 - t0)) $((t2 - t1))" >>"$WORK/cold"
 }
 
 # ---------------------------------------------------------------------- 4. run like the runner
@@ -238,8 +268,12 @@ run_action() {
     -e GITHUB_REPOSITORY=acme/shop -e GITHUB_SHA=0000000000000000000000000000000000000abc
     -e GITHUB_API_URL=http://127.0.0.1:9/api/v3 -e GITHUB_SERVER_URL=https://github.example
     -e GITHUB_RUN_ID=42 -e "INPUT_GITHUB-TOKEN=$TOKEN" -e ACTIONS_RUNTIME_TOKEN=runtime-secret)
-  local kv
-  for kv in "$@"; do args+=(-e "$kv"); done
+  local kv mount=0
+  for kv in "$@"; do
+    if [ "$mount" = 1 ]; then args+=(-v "$kv"); mount=0
+    elif [ "$kv" = -v ]; then mount=1
+    else args+=(-e "$kv"); fi
+  done
   local t=$(date +%s)
   set +e
   podman run "${args[@]}" "$IMAGE" >"$WORK/out-$name.log" 2>&1
@@ -263,6 +297,12 @@ scenario() {  # every run of step 4 on image $IMAGE
   rm -rf "$WS/examples/banhang/.rageval-cache"
   chown -R "$RUNNER_UID:$RUNNER_UID" "$WORK/$tag"
   chmod 755 "$WORK/$tag"
+  # actions/checkout: a git work tree owned by the runner's user
+  as_runner env HOME="$WS" git -C "$WS" init -q
+  as_runner env HOME="$WS" git -C "$WS" add -A
+  as_runner env HOME="$WS" git -C "$WS" -c user.name=ci -c user.email=ci@example.com commit -q -m "checkout"
+  local head
+  head="$(as_runner env HOME="$WS" git -C "$WS" rev-parse HEAD)"
 
   # baseline: push to main (the default branch), mode auto, no network at all
   run_action baseline none push refs/heads/main "$PUSH" \
@@ -275,9 +315,13 @@ scenario() {  # every run of step 4 on image $IMAGE
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["schema_version"]==2 and d["cases"], d.keys()' \
     "$WS/baseline/rageval-baseline.json" || fail "baseline: results file is not a RunResult"
   grep -q "baseline" "$SUMMARY" || fail "baseline: step summary is empty"
-  readable_by_runner "$WS/baseline/rageval-baseline.json" "$WS/baseline/rageval-baseline.md"
-  no_secret "$OUT" "$OUTPUT" "$SUMMARY" "$WS/baseline/rageval-baseline.json"
-  say "baseline: results and report are 0644 and uid $RUNNER_UID reads them (upload-artifact)"
+  [ "$(output_value "$OUTPUT" html)" = baseline/rageval-baseline.html ] || fail "baseline: html output"
+  readable_by_runner "$WS/baseline/rageval-baseline.json" "$WS/baseline/rageval-baseline.md" \
+    "$WS/baseline/rageval-baseline.html"
+  no_secret "$OUT" "$OUTPUT" "$SUMMARY" "$WS/baseline/rageval-baseline.json" "$WS/baseline/rageval-baseline.html"
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["git_sha"] == sys.argv[2], d["git_sha"]' \
+    "$WS/baseline/rageval-baseline.json" "$head" || fail "baseline: git_sha is not the checkout's HEAD $head"
+  say "baseline: results and reports are 0644 and uid $RUNNER_UID reads them (upload-artifact); git_sha $head"
 
   # the response cache: the demo's model config (generation by a model; no judge, so the fake's
   # plain answers suffice) against the OpenAI-compatible fake on the host
@@ -301,9 +345,29 @@ scenario() {  # every run of step 4 on image $IMAGE
 with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as zf: zf.writestr("rageval-baseline.json", sys.stdin.buffer.read())' \
     "$WORK/$tag/artifact/baseline.zip" || fail "uid $RUNNER_UID could not read the baseline for the artifact"
 
-  # gate: a pull_request with the incident's 800-token config; the baseline from the fake GitHub
-  start_fake github github --token "$TOKEN" --state-file "$WORK/$tag/github-state.json" \
+  # a second baseline on main: it reads the first one (main's artifact) and carries it in its history
+  start_fake github-main github --token "$TOKEN" --state-file "$WORK/$tag/github-main-state.json" \
     --artifact "rageval-baseline=main=$WORK/$tag/artifact/baseline.zip"
+  run_action baseline2 host push refs/heads/main "$PUSH" \
+    INPUT_CONFIG=examples/banhang/rageval.yml INPUT_MODE=auto INPUT_REPEATS=1 \
+    INPUT_RESULTS-PATH=baseline/rageval-baseline-2.json "GITHUB_API_URL=http://127.0.0.1:$PORT/api/v3"
+  stop_fake
+  [ "$RC" = 0 ] || { show; fail "the second baseline exited $RC, expected 0"; }
+  python3 - "$WS/baseline/rageval-baseline.json" "$WS/baseline/rageval-baseline-2.json" <<'PY' || fail "the second baseline does not carry the first in its history"
+import json, sys
+first, second = (json.load(open(p)) for p in sys.argv[1:])
+(entry,) = second["history"]
+assert entry["date"] == first["created_at"] and entry["golden_version"] == first["golden"]["version"], entry
+print("    history: the second baseline carries the first (" + ", ".join(f"{k} {v:.2f}" for k, v in entry["metrics"].items()) + ")")
+PY
+  readable_by_runner "$WS/baseline/rageval-baseline-2.json" "$WS/baseline/rageval-baseline-2.html"
+  as_runner cat "$WS/baseline/rageval-baseline-2.json" | python3 -c 'import sys, zipfile
+with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as zf: zf.writestr("rageval-baseline.json", sys.stdin.buffer.read())' \
+    "$WORK/$tag/artifact/baseline-2.zip" || fail "uid $RUNNER_UID could not read the second baseline"
+
+  # gate: a pull_request with the incident's 800-token config; main's newest baseline from the fake GitHub
+  start_fake github github --token "$TOKEN" --state-file "$WORK/$tag/github-state.json" \
+    --artifact "rageval-baseline=main=$WORK/$tag/artifact/baseline-2.zip"
   local api="http://127.0.0.1:$PORT/api/v3"
   run_action gate host pull_request refs/pull/7/merge "$PR" \
     INPUT_CONFIG=examples/banhang/rageval-800.yml INPUT_MODE=auto INPUT_STATUS-CONTEXT=rag-eval \
@@ -318,9 +382,16 @@ with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as zf: zf.writestr(
   grep -q "^::error" "$OUT" || fail "gate: a blocked run printed no ::error:: line"
   grep -q "^::group::" "$OUT" || fail "gate: no ::group:: around the run log"
   head -1 "$OUT" | grep -qx "::add-mask::$TOKEN" || fail "gate: the token was not masked first"
-  readable_by_runner "$WS/out/pr.json" "$WS/out/pr.md"
-  no_secret "$OUT" "$OUTPUT" "$SUMMARY" "$WS/out/pr.json" "$WS/out/pr.md"
+  [ "$(output_value "$OUTPUT" html)" = out/pr.html ] || fail "gate: html output is not out/pr.html"
+  readable_by_runner "$WS/out/pr.json" "$WS/out/pr.md" "$WS/out/pr.html"
+  no_secret "$OUT" "$OUTPUT" "$SUMMARY" "$WS/out/pr.json" "$WS/out/pr.md" "$WS/out/pr.html"
+  grep -q "RAG eval gate: blocked" "$WS/out/pr.html" || fail "gate: the HTML report is not the blocked gate's"
+  grep -qF "[Full report](https://github.example/acme/shop/actions/runs/42#artifacts)" "$WS/out/pr.md" \
+    || fail "gate: the comment does not link the full report"
+  grep -qF "**Trend on main** (last 2 baselines → this PR)" "$WS/out/pr.md" \
+    || { grep -n "Trend" "$WS/out/pr.md" || true; fail "gate: no trend line after two baselines on main"; }
   say "gate: verdict $verdict, pass-to-fail: $(output_value "$OUTPUT" pass-to-fail | cut -c1-80)"
+  say "gate: $(grep -c '^- .* this PR ' "$WS/out/pr.md") trend lines, e.g. $(grep -m1 '^- mrr@5 ' "$WS/out/pr.md")"
 
   # bad input: exit 2 with an ::error:: naming the input, and the status ends in error
   run_action bad host pull_request refs/pull/7/merge "$PR" INPUT_MODE=bogus INPUT_STATUS-CONTEXT=rag-eval \
@@ -365,9 +436,64 @@ PY
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["app"]["name"] == "http:http://rag:8000/answer", d["app"]; assert d["summary"]["n_errors"] == 0, d["summary"]' \
     "$WS/out/service.json" || fail "service: the answers did not come from the service container"
   say "service container: the action reached http://rag:8000/answer on the job network, verdict pass"
+
+  hostile_app
+}
+
+hostile_app() {  # a command app that attacks the action: it must run as rageval-app and steer nothing
+  local folder="$WS/examples/banhang" report="$WORK/$tag/hostile-report"
+  mkdir -p "$report" && chmod 777 "$report"
+  cp "$ROOT/tests/github/hostile_app.py" "$folder/hostile_app.py"
+  python3 - "$WS/baseline/rageval-baseline.json" "$folder" <<'PY' || fail "could not write the hostile app's project"
+import json, sys
+from pathlib import Path
+data, folder = json.load(open(sys.argv[1])), Path(sys.argv[2])
+chunks = data.get("chunks") or {}
+with open(folder / "hostile.jsonl", "w", encoding="utf-8") as fh:
+    for case in data["cases"]:   # the baseline's answers, retrieval left out: what the app says is not the point
+        fh.write(json.dumps({"id": case["id"], "answer": case.get("answer")}, ensure_ascii=False) + "\n")
+cfg = (folder / "rageval.yml").read_text(encoding="utf-8")
+assert "\napp: {type: builtin}\n" in cfg
+(folder / "rageval-hostile.yml").write_text(cfg.replace(
+    "\napp: {type: builtin}\n", "\napp: {type: command, command: [python3, hostile_app.py]}\n"), encoding="utf-8")
+PY
+  chown -R "$RUNNER_UID:$RUNNER_UID" "$folder"
+  run_action hostile none pull_request refs/pull/7/merge "$PR" \
+    INPUT_CONFIG=examples/banhang/rageval-hostile.yml INPUT_COMMENT=false \
+    INPUT_BASELINE-PATH=baseline/rageval-baseline.json INPUT_RESULTS-PATH=out/hostile.json \
+    HOSTILE_TRACES=/github/workspace/examples/banhang/hostile.jsonl HOSTILE_REPORT=/github/hostile \
+    "HOSTILE_NEEDLE=$TOKEN" HOSTILE_FILES="/github/file_commands/set_output_hostile" "GITHUB_TOKEN=$TOKEN" \
+    -v "$report:/github/hostile"
+  [ "$RC" = 0 ] || [ "$RC" = 1 ] || { show; fail "hostile app: exit $RC (expected a verdict, 0 or 1)"; }
+  no_secret "$OUT" "$OUTPUT" "$WS/out/hostile.json" "$WS/out/hostile.md"
+  python3 - "$ROOT/tests/github" "$OUT" "$OUTPUT" "$report" "$TOKEN" <<'PY' || { show; fail "hostile app: it got through (above)"; }
+import json, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from runner_log import RunnerLog
+out, outputs, report, token = Path(sys.argv[2]).read_text(), Path(sys.argv[3]).read_text(), Path(sys.argv[4]), sys.argv[5]
+log = RunnerLog().feed(out)
+forged = [c.line for c in log.commands if "FORGED" in c.line or "FORGED" in c.data]
+assert forged == [], forged
+assert log.masks == [token] and log.stop_token is None, (log.masks, log.stop_token)
+assert len(log.named("group")) == len(log.named("endgroup")), "a group was left open"
+assert any("app stderr | ::error::FORGED-stderr" in line for line in log.shown), "the app's stderr is not in the log"
+assert "verdict=pass" not in outputs and token[::-1] not in out
+reports = [json.loads(p.read_text()) for p in report.glob("report-*.json")]
+assert reports, "the hostile app did not run"
+for r in reports:
+    assert (r["uid"], r["groups"]) == (10001, []), (r["uid"], r["groups"])
+    assert r["ancestors"] and r["ancestors"][0]["environ"] == "PermissionError", r["ancestors"][:1]
+    assert not any(a.get("environ_has_token") or a.get("cmdline_has_token") for a in r["ancestors"]), r["ancestors"]
+    assert r["parent_stdout"] == "PermissionError" and set(r["files"].values()) == {"PermissionError"}, r
+print(f"    hostile app: {len(reports)} processes as uid 10001, no ancestor's environment read, "
+      f"{len(log.shown)} log lines and no command of its own run")
+PY
+  say "hostile app: ran as rageval-app, read no token, steered no workflow command"
 }
 
 : >"$WORK/sizes"
+: >"$WORK/cold"
 n=0
 for base in "${BASES[@]}"; do
   n=$((n + 1))
@@ -378,4 +504,5 @@ for base in "${BASES[@]}"; do
 done
 
 while read -r base size; do say "image on $base: $size MB"; done <"$WORK/sizes"
-say "OK: built and ran like the runner (baseline 0 with files uid $RUNNER_UID reads, cache read by uid $RUNNER_UID, gate 1 blocked via the fake GitHub, bad input 2 → status error, service container reached)"
+while read -r tag load run; do say "cold start of $tag: load ${load} ms, first run ${run} ms"; done <"$WORK/cold"
+say "OK: built and ran like the runner (baseline 0 with files uid $RUNNER_UID reads, cache read by uid $RUNNER_UID, a second baseline carrying the first, gate 1 blocked via the fake GitHub with the HTML report, its link and main's trend, bad input 2 → status error, service container reached, hostile app contained)"

@@ -35,7 +35,7 @@ def _write_port(path: str, port: int) -> None:
 
 
 def _rag_server(results: Path, host: str, port: int) -> ThreadingHTTPServer:
-    from rageval.results import load_result  # noqa: PLC0415 - the image has rageval; github/openai runs do not need it
+    from rageval.results import load_result
     cases = {c.id: {"id": c.id, "answer": c.answer, "retrieved": [r.to_dict() for r in c.retrieved]}
              for c in load_result(results).cases}
 

@@ -78,8 +78,9 @@ from rageval import flow
 from rageval.config import load_config
 from rageval.metrics.faithfulness import EXTRACT_SYSTEM, VERIFY_SYSTEM, check_faithfulness
 from rageval.metrics.judge import JUDGE_CLAIMS_SYSTEM, JUDGE_SYSTEM, NO_SOURCES
+from rageval.metrics.registry import rule_check_names
 from rageval.pipeline.llm import LLMClient
-from rageval.pipeline.runner import RULE_CHECKS, prepare
+from rageval.pipeline.runner import prepare
 from rageval.text import sentences
 
 EXAMPLE = ROOT / "examples" / "banhang"
@@ -451,7 +452,7 @@ def _run_phase(server: OpenAIServer, recorder: Recorder, cfg: Any, env: dict[str
 
 
 def _fails_rules(case: dict[str, Any]) -> bool:
-    return any((case["checks"].get(n) or {}).get("status") == "fail" for n in RULE_CHECKS)
+    return any((case["checks"].get(n) or {}).get("status") == "fail" for n in rule_check_names())
 
 
 def rules_first_counts(after: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:
@@ -578,8 +579,8 @@ def run_gate_rerun(server: OpenAIServer, workdir: Path, *, subset: str) -> dict[
         cost = outcome.candidate.cost
         runs.append({"server_calls": server.calls["chat"] - before, "first_run_calls": cost.calls_total,
                      "rerun_calls": cost.rerun.calls_total if cost.rerun else 0,
-                     "verdict_rerun_calls": (outcome.verdict.reran.get("cost") or {}).get("calls_total", 0),
-                     "cases_rechecked": len(outcome.verdict.reran.get("targeted") or ()),
+                     "verdict_rerun_calls": outcome.verdict.reran.cost.calls_total if outcome.verdict.reran.cost else 0,
+                     "cases_rechecked": len(outcome.verdict.reran.targeted),
                      "report_line": next((line for line in outcome.markdown.splitlines()
                                           if line.startswith("**Re-run cost**")), None)})
     warm = runs[1]

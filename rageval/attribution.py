@@ -12,6 +12,11 @@ says so.
 
 The runs use the builtin app (the config drives nothing else) and, unless ``attribution.models``
 is true, only deterministic stages: a pipeline that calls a model is not re-run on its own account.
+
+The baseline's recorded config is validated like rageval.yml (``recorded_config``) before any value
+of it is put back, and so is every mix of the two configs a run would use (main's chunk size with the
+PR's overlap may not validate); when one does not, attribution is "not available" and says why —
+the gate's verdict stands either way.
 """
 
 from __future__ import annotations
@@ -26,17 +31,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rageval.config import Config
+from rageval.config import config_from_dict
+from rageval.errors import ConfigError
 from rageval.gate.ablation import Attribution, Effect, MetricAttribution
-from rageval.gate.decide import config_diff, flatten
+from rageval.gate.decide import config_diff
 from rageval.gate.format import fmt_delta
 from rageval.gate.thresholds import pipeline_of
-from rageval.gate.verdict import Verdict
+from rageval.gate.verdict import ConfigChange, Verdict
 from rageval.golden.corpus import Corpus, load_corpus
 from rageval.golden.history import file_at
-from rageval.metrics.aggregate import case_value
+from rageval.metrics.judge import JUDGE_PARAMETERS
+from rageval.metrics.registry import case_value
 from rageval.results import RunResult
-from rageval.settings import new_at_default
+from rageval.settings import Config, flatten, new_at_default
 
 ANSWER_SECTIONS = ("chunking", "embedding", "retrieval", "generation")
 #: keys of those sections that change what is measured or how it is sent, not the answers
@@ -44,6 +51,11 @@ NOT_KNOBS = ("retrieval.k", "retrieval.token_budgets", "embedding.batch_size")
 MIN_INTERACTION = 0.005         # below this, effects are "adding up" even when no noise was measured
 
 Runner = Callable[[Config, Corpus | None], RunResult]
+
+MSG_BASELINE_CONFIG = ("the baseline's recorded config does not validate with this rageval ({problem}); re-create "
+                       "the baseline with this version to attribute against it")
+MSG_MIXED_CONFIG = ("the knobs cannot be tried one at a time, since a mix of the baseline's and the PR's values does "
+                    "not validate ({problem})")
 
 
 @dataclass(frozen=True)
@@ -74,15 +86,15 @@ def _shown(value: Any) -> str:
 def config_knobs(before: Mapping[str, Any], after: Mapping[str, Any], max_knobs: int) -> list[Knob]:
     """The answer-changing config keys that differ; grouped by section past ``max_knobs``."""
     changes = [d for d in config_diff(before, after)
-               if d["key"].split(".")[0] in ANSWER_SECTIONS and d["key"] not in NOT_KNOBS
-               and not new_at_default(d)]
+               if d.key.split(".")[0] in ANSWER_SECTIONS and d.key not in NOT_KNOBS
+               and not new_at_default(d.key, d.before, d.after)]
     if len(changes) <= max_knobs:
-        return [Knob(d["key"], (d["key"],), d["before"], d["after"]) for d in changes]
-    sections: dict[str, list[dict[str, Any]]] = {}
+        return [Knob(d.key, (d.key,), d.before, d.after) for d in changes]
+    sections: dict[str, list[ConfigChange]] = {}
     for d in changes:
-        sections.setdefault(d["key"].split(".")[0], []).append(d)
-    return [Knob(name, tuple(d["key"] for d in ds), {d["key"].split(".", 1)[1]: d["before"] for d in ds},
-                 {d["key"].split(".", 1)[1]: d["after"] for d in ds}) for name, ds in sections.items()]
+        sections.setdefault(d.key.split(".")[0], []).append(d)
+    return [Knob(name, tuple(d.key for d in ds), {d.key.split(".", 1)[1]: d.before for d in ds},
+                 {d.key.split(".", 1)[1]: d.after for d in ds}) for name, ds in sections.items()]
 
 
 def corpus_knobs(baseline: RunResult, corpus: Corpus, root: Path) -> tuple[list[Knob], list[str]]:
@@ -168,6 +180,20 @@ def blocking_metrics(verdict: Verdict) -> list[str]:
     return list(dict.fromkeys(n for n in names if n))
 
 
+def recorded_config(resolved: Mapping[str, Any], path: Path, label: str) -> Config:
+    """The Config that a resolved config (``Config.to_dict``, as a RunResult records it) stands for,
+    validated like rageval.yml: paths relative to ``path``'s folder, ConfigError naming ``label``.
+    What the record adds to rageval.yml's keys (``path``, the judge's identity) is set aside."""
+    raw = {k: v for k, v in resolved.items() if k != "path"}
+    if isinstance(raw.get("judge"), Mapping):
+        raw["judge"] = {k: v for k, v in raw["judge"].items() if k not in JUDGE_PARAMETERS}
+    return config_from_dict(raw, path, label=label)
+
+
+def _problem(error: ConfigError) -> str:
+    return error.message.rstrip(".")
+
+
 def why_not(cfg: Config, baseline: RunResult | None, candidate: RunResult) -> str | None:
     """Why attribution cannot run for this PR, or None when it can."""
     if baseline is None:
@@ -178,6 +204,10 @@ def why_not(cfg: Config, baseline: RunResult | None, candidate: RunResult) -> st
     if pipeline_of(candidate) != (True, True) and not cfg.attribution.models:
         return ("the pipeline calls a model (generation, embedding or judge), so the extra runs would cost calls; "
                 "set attribution.models: true to allow them")
+    try:
+        recorded_config(baseline.config, cfg.path, f"`config` in {baseline.source or 'the baseline'}")
+    except ConfigError as exc:
+        return MSG_BASELINE_CONFIG.format(problem=_problem(exc))
     return None
 
 
@@ -205,6 +235,22 @@ def _knobs(cfg: Config, baseline: RunResult, corpus: Corpus) -> tuple[list[Knob]
     if len(knobs) + len(files) > cfg.attribution.max_knobs and len(files) > 1:
         files = [Knob(f"corpus ({len(files)} files)", files={p: t for k in files for p, t in k.files.items()})]
     return knobs + files, missing
+
+
+def _unmixable(cfg: Config, knobs: Sequence[Knob], baseline: RunResult) -> str | None:
+    """Why the runs cannot be made (a config some run needs does not validate), or None: checked for
+    every run before the first one, so none is wasted."""
+    for knob in knobs:
+        for back in ([knob], [k for k in knobs if k is not knob]):
+            names = [k for b in back for k in b.keys]
+            if not names:
+                continue
+            label = f"the PR's config with {', '.join(names)} set back to the baseline's"
+            try:
+                recorded_config(reverted(cfg, back, baseline.config).to_dict(), cfg.path, label)
+            except ConfigError as exc:
+                return MSG_MIXED_CONFIG.format(problem=_problem(exc))
+    return None
 
 
 def _variant(cfg: Config, reverted_knobs: Sequence[Knob], baseline: RunResult, corpus: Corpus,
@@ -235,6 +281,9 @@ def attribute(cfg: Config, baseline: RunResult | None, candidate: RunResult, ver
         return Attribution("not_available", "no knob that changes answers differs from the baseline" + note)
     if len(knobs) == 1:
         return Attribution("one_knob", f"only {knobs[0].label} changed, so the drop is its{note}", (knobs[0].label,))
+    unmixable = _unmixable(cfg, knobs, baseline)
+    if unmixable:
+        return Attribution("not_available", unmixable + note)
     started, done, runs = time.monotonic(), {}, []
     with tempfile.TemporaryDirectory(prefix="rageval-attribution-") as tmp:
 
@@ -247,7 +296,7 @@ def attribute(cfg: Config, baseline: RunResult | None, candidate: RunResult, ver
         for knob in knobs:
             runs.append((knob, variant([k for k in knobs if k is not knob]), variant([knob])))
     results = tuple(_effects(m, compared, value_on(baseline, m, compared), value_on(candidate, m, compared), runs,
-                             float((verdict.noise.get(m) or {}).get("band") or 0.0)) for m in metrics)
+                             verdict.noise[m].band if m in verdict.noise else 0.0) for m in metrics)
     return Attribution("attributed", note.strip(" ()"), tuple(k.label for k in knobs), results,
-                       runs=len(done), seconds=time.monotonic() - started,
+                       runs=len(done), seconds=round(time.monotonic() - started, 3),
                        model_calls=sum(r.cost.calls_total for r in done.values()))

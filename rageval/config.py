@@ -1,4 +1,5 @@
-"""rageval.yml: load, validate, resolve into typed, immutable records.
+"""rageval.yml: load, validate, resolve into typed, immutable records (``rageval.settings``; import
+the records from there).
 
 Every error names the file, the key (dotted path) and the line where PyYAML can tell, says what
 was wrong and how to fix it. Unknown keys are errors — a mistyped ``gate:`` must never silently
@@ -19,8 +20,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from rageval import DEFAULT_CONFIG
 from rageval.errors import ConfigError, did_you_mean
-from rageval.metrics.base import OTHER_METRICS, parse_metric
+from rageval.metrics.numbers import Unit
+from rageval.metrics.registry import is_rate, parse_metric, producible
 from rageval.models import model_rules
 from rageval.parse import (
     finite,
@@ -29,31 +32,14 @@ from rageval.parse import (
     read_bytes,
     shown,
 )
-from rageval.settings import (  # noqa: F401 - the records are imported from rageval.config
-    DEFAULT_CONFIG,
-    ENV_REF,
-    AppConfig,
-    AttributionConfig,
-    ChecksConfig,
-    ChunkingConfig,
-    Config,
-    EmbeddingConfig,
-    GateConfig,
-    GenerationConfig,
-    GoldenChecksConfig,
-    JudgeConfig,
-    LLMConfig,
-    ReportConfig,
-    RerunConfig,
-    RetrievalConfig,
-    SliceGate,
-)
+from rageval.settings import Config, EmbeddingConfig, SliceGate
 
 # --- loading -------------------------------------------------------------------------------
 
+_LANGUAGE = next(f for f in fields(Config) if f.name == "language")
 #: The sections of rageval.yml in reading order: the fields of Config that default to a record.
 _SECTIONS: dict[str, type] = {f.name: f.default_factory for f in fields(Config) if f.default_factory is not MISSING}
-TOP_LEVEL_KEYS = ("golden", "corpus", *_SECTIONS)
+TOP_LEVEL_KEYS = ("golden", "corpus", "language", *_SECTIONS)
 #: "app.type" -> its choices, and so on for every one-of key.
 PROVIDERS = {f"{name}.{f.name}": f.metadata["choices"] for name, cls in _SECTIONS.items()
              for f in fields(cls) if f.metadata["kind"] == "choice"}
@@ -75,13 +61,16 @@ MSG_TOP_K = "{path}{where}: retrieval.k asks for a cut-off of {k} but retrieval.
 MSG_PROMPT = "{path}{where}: generation.prompt: template {p} not found (paths are relative to the config file)."
 MSG_FAITHFULNESS = "{path}{where}: judge.faithfulness needs judge.model (the model that checks claims)."
 MSG_KEY_IN_URL = "{path}{where}: put the API key in an environment variable named by llm.api_key_env, not in the URL."
+MSG_CANNOT_PRODUCE = ("{path}{where}: {key}: this config does not produce {metric} ({missing}), so the gate could "
+                      "never check it.")
 MSG_LEAK_FILE = "{path}{where}: golden_checks.leak_files: {p} not found (paths are relative to the config file)."
 
 #: The kinds ``_Reader.typed`` checks itself, with what the message says they must be.
 _EXPECTED = {"int": "an integer", "posint": "an integer ≥ 1", "nonnegint": "an integer ≥ 0",
              "nonneg": "a number ≥ 0", "positive": "a number > 0", "rate": "a number between 0 and 1",
+             "level": "a number strictly between 0 and 1 (e.g. 0.05)",
              "str": "a non-empty string", "optstr": "a string or null", "bool": "true or false"}
-_NUMBERS = ("nonneg", "positive", "rate")
+_NUMBERS = ("nonneg", "positive", "rate", "level")
 
 
 def _keys(cls: type) -> tuple[str, ...]:
@@ -91,15 +80,16 @@ def _keys(cls: type) -> tuple[str, ...]:
 class _Reader:
     """Reads values by kind; every error names the file, the dotted key and its line."""
 
-    def __init__(self, path: Path, lines: dict[str, int]) -> None:
+    def __init__(self, path: Path, lines: dict[str, int], label: str | None = None) -> None:
         self.path = path
+        self.name = label or str(path)  # what messages call it
         self.lines = lines  # dotted key -> line in the file
 
     def fail(self, template: str, dotted: str, **kw: Any) -> ConfigError:
         line = self.lines.get(dotted)
         if "got" in kw:
             kw["got"] = shown(kw["got"])
-        return ConfigError(template.format(path=self.path, where=f": line {line}" if line else "", **kw))
+        return ConfigError(template.format(path=self.name, where=f": line {line}" if line else "", **kw))
 
     def mapping(self, value: Any, dotted: str) -> dict[str, Any]:
         if value is None:
@@ -143,6 +133,7 @@ class _Reader:
             raise self.fail(MSG_TYPE, dotted, key=dotted, expected="a finite number", got=value)
         ok = {"int": integer, "posint": integer and value >= 1, "nonnegint": integer and value >= 0,
               "nonneg": number and value >= 0, "positive": number and value > 0, "rate": number and 0 <= value <= 1,
+              "level": number and 0 < value < 1,
               "str": isinstance(value, str) and value != "", "bool": isinstance(value, bool),
               "optstr": value is None or (isinstance(value, str) and value != "")}[kind]
         if not ok:
@@ -160,6 +151,8 @@ class _Reader:
 
     def read_choice(self, value: Any, dotted: str, f: Field[Any]) -> str:
         choices = f.metadata["choices"]
+        if callable(choices):          # declared elsewhere, read when the file is (the checks' registry)
+            choices = choices()
         if value is False and "off" in choices:  # YAML 1.1 reads an unquoted off as false
             value = "off"
         if value not in choices:
@@ -193,6 +186,27 @@ class _Reader:
                 raise self.fail(MSG_PROBLEM, dotted, key=dotted, problem=exc) from None
         return items
 
+    def read_units(self, value: Any, dotted: str, f: Field[Any]) -> tuple[str | Unit, ...]:
+        """checks.units: unit names, and ``{name, words}`` mappings that add a unit."""
+        items: list[str | Unit] = []
+        listed = [value] if isinstance(value, str | dict) else value if isinstance(value, list) else [None]
+        for i, item in enumerate(listed):
+            where = f"{dotted}[{i}]"
+            if isinstance(item, dict):
+                self.check_keys(item, ("name", "words"), where)
+                items.append(Unit(self.typed(item.get("name"), f"{where}.name", "str"),
+                                  self.str_list(item.get("words"), f"{where}.words")))
+            elif isinstance(item, str) and item:
+                items.append(item)
+            else:
+                raise self.fail(MSG_TYPE, dotted, key=dotted, got=value,
+                                expected="a list of unit names and {name: …, words: […]} entries")
+        try:
+            f.metadata["check"](items)
+        except ValueError as exc:
+            raise self.fail(MSG_PROBLEM, dotted, key=dotted, problem=exc) from None
+        return tuple(items)
+
     def read_command(self, value: Any, dotted: str, f: Field[Any]) -> tuple[str, ...] | None:
         if isinstance(value, str):
             try:
@@ -220,7 +234,7 @@ class _Reader:
         out: dict[str, float] = {}
         for name, threshold in self.mapping(value, dotted).items():
             try:
-                rate = parse_metric(str(name)).family not in OTHER_METRICS
+                rate = is_rate(str(parse_metric(str(name))))
             except ValueError as exc:
                 raise self.fail(MSG_METRIC, f"{dotted}.{name}", key=dotted, problem=exc) from None
             out[str(name)] = float(self.typed(threshold, f"{dotted}.{name}", "rate" if rate else "nonneg"))
@@ -248,6 +262,14 @@ class _Reader:
         return slices
 
 
+def read_section(cls: type, value: Any, dotted: str, label: str, path: Path | None = None) -> Any:
+    """One section of rageval.yml (``gate``, ``golden_checks`` …) read alone, the way
+    :func:`config_from_dict` reads it (unknown keys, kinds, choices); ConfigError naming ``label``
+    and the dotted key. Paths are relative to ``path``'s folder."""
+    r = _Reader(path or Path(DEFAULT_CONFIG).resolve(), {}, label)
+    return cls(**r.section(cls, value, dotted))
+
+
 def load_config(path: str | os.PathLike[str] = DEFAULT_CONFIG) -> Config:
     """Read and validate a rageval.yml. Raises ConfigError naming the file, key and line."""
     path = Path(path)
@@ -259,14 +281,16 @@ def load_config(path: str | os.PathLike[str] = DEFAULT_CONFIG) -> Config:
     return config_from_dict(raw, path.resolve(), lines=key_lines(node))
 
 
-def config_from_dict(raw: Any, path: Path, *, lines: dict[str, int] | None = None) -> Config:
-    """A Config from parsed YAML; ``lines`` (dotted key -> line) puts line numbers in messages."""
-    r = _Reader(path, lines or {})
+def config_from_dict(raw: Any, path: Path, *, lines: dict[str, int] | None = None, label: str | None = None) -> Config:
+    """A Config from parsed YAML; ``lines`` (dotted key -> line) puts line numbers in messages.
+    ``path``: the config file paths are relative to; ``label``: what messages call the config (its
+    path unless given, e.g. "the config recorded in baseline.json")."""
+    r = _Reader(path, lines or {}, label)
     data = r.mapping(raw, "(top level)")
     r.check_keys(data, TOP_LEVEL_KEYS, "")
     for key, example in (("golden", "golden: golden.yaml"), ("corpus", "corpus: docs/*.md")):
         if key not in data:
-            raise ConfigError(MSG_REQUIRED.format(path=path, key=key, example=example))
+            raise ConfigError(MSG_REQUIRED.format(path=r.name, key=key, example=example))
     golden = r.read_path(data["golden"], "golden")
     corpus = r.typed(data["corpus"], "corpus", "str")
     for name, cls in _SECTIONS.items():  # every unknown key is reported before any bad value
@@ -276,7 +300,24 @@ def config_from_dict(raw: Any, path: Path, *, lines: dict[str, int] | None = Non
         given = r.section(cls, data.get(name), name)
         sections[name] = _derived(r, name, cls(**given), given)
         _check_rules(r, name, sections[name], sections)
-    return Config(path=path, golden=golden, corpus=corpus, **sections)
+    language = r.read_choice(data["language"], "language", _LANGUAGE) if "language" in data else "auto"
+    config = Config(path=path, golden=golden, corpus=corpus, language=language, **sections)
+    _check_thresholds(r, config)
+    return config
+
+
+def _check_thresholds(r: _Reader, cfg: Config) -> None:
+    """Every metric the gate thresholds (floors, max_drop, overall and per slice) is one this config
+    produces: a threshold on a metric it cannot produce would block every PR on "n/a"."""
+    places = [("gate", cfg.gate.floors, "floors"), ("gate", cfg.gate.max_drop, "max_drop")]
+    places += [(f"gate.slices.{k}", g.floors, "floors") for k, g in cfg.gate.slices.items()]
+    places += [(f"gate.slices.{k}", g.max_drop, "max_drop") for k, g in cfg.gate.slices.items()]
+    for where, thresholds, kind in places:
+        for metric in thresholds:
+            missing = producible(metric, cfg)
+            if missing:
+                raise r.fail(MSG_CANNOT_PRODUCE, f"{where}.{kind}.{metric}", key=f"{where}.{kind}.{metric}",
+                             metric=metric, missing=missing)
 
 
 def _derived(r: _Reader, name: str, section: Any, given: dict[str, Any]) -> Any:
@@ -301,18 +342,18 @@ def _check_rules(r: _Reader, name: str, s: Any, before: dict[str, Any]) -> None:
     read so far)."""
     if name == "app" and s.type in _APP_NEEDS and getattr(s, _APP_NEEDS[s.type][0]) is None:
         key, example = _APP_NEEDS[s.type]
-        raise ConfigError(MSG_APP_NEEDS.format(path=r.path, type=s.type, key=key, example=example))
+        raise ConfigError(MSG_APP_NEEDS.format(path=r.name, type=s.type, key=key, example=example))
     if name == "chunking" and s.overlap >= s.size:
         raise r.fail(MSG_OVERLAP, "chunking.overlap", o=s.overlap, s=s.size)
     if name == "embedding" and s.model is None:
-        raise ConfigError(MSG_REQUIRED.format(path=r.path, key="embedding.model",
+        raise ConfigError(MSG_REQUIRED.format(path=r.name, key="embedding.model",
                                               example="embedding: {provider: openai, model: text-embedding-3-small}"))
     if name == "retrieval" and max(s.k) > s.top_k:
         raise r.fail(MSG_TOP_K, "retrieval.k", k=max(s.k), t=s.top_k)
     if name == "generation" and s.provider == "openai":
         for key in ("model", "prompt"):
             if getattr(s, key) is None:
-                raise ConfigError(MSG_REQUIRED.format(path=r.path, key=f"generation.{key}", example=_OPENAI_GENERATION))
+                raise ConfigError(MSG_REQUIRED.format(path=r.name, key=f"generation.{key}", example=_OPENAI_GENERATION))
         if not s.prompt.is_file():
             raise r.fail(MSG_PROMPT, "generation.prompt", p=s.prompt)
     for dotted, template, values in model_rules(name, s, before):  # judge ≠ generator; a price under a budget

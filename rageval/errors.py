@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from datetime import datetime
 
 EXIT_OK, EXIT_BLOCKED, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -71,7 +72,17 @@ class MalformedOutput(ValueError):
 
 
 class GithubError(RagevalError):
-    """The GitHub API refused or failed a request."""
+    """The GitHub API refused or failed a request: ``method`` and ``path`` of the request,
+    ``status`` (None: no HTTP answer, or no request), ``retry_at`` (when a rate limit resets, if
+    known)."""
+
+    def __init__(self, message: str, *, tip: str | None = None, method: str | None = None,
+                 path: str | None = None, status: int | None = None, retry_at: datetime | None = None) -> None:
+        super().__init__(message, tip=tip)
+        self.method = method
+        self.path = path
+        self.status = status
+        self.retry_at = retry_at
 
 
 class ActionInputError(RagevalError):

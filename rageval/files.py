@@ -1,23 +1,32 @@
 """Reading and writing rageval's files: strict JSON in, typed access to it with the key path in every
 message (:class:`Reader`), and atomic writes out.
 
-* ``read_json`` (through ``rageval.parse``) refuses ``NaN`` and ``±Infinity`` (JSON has no such numbers);
+* ``read_result_file`` / ``parse_result_json``: a results file (a RunResult, a verdict) is a regular
+  file of at most ``MAX_RESULT_BYTES``, parsed under ``rageval.parse``'s rules (UTF-8, no key twice,
+  no ``NaN`` or ``±Infinity``, bounded nesting); ``RunResult.from_json`` and ``Verdict.from_json``
+  are built on them;
 * ``to_json`` / ``write_json`` never write them (``allow_nan=False``);
-* ``write_text`` writes a temp file beside the target and renames it, so a failed run never leaves
-  half a file where a results file or report used to be.
+* ``write_bytes`` / ``write_text`` write a temp file beside a regular file (or a new path) and
+  rename it, so a failed run never leaves half a file where a results file or report used to be; a
+  device or a pipe (``/dev/stdout``, ``/dev/null``, a FIFO) is written in place and never replaced by
+  a regular file; a symlink to a file is refused, never written through;
+* ``append_text`` appends to a file another program reads as it grows (the runner's
+  ``$GITHUB_OUTPUT`` and ``$GITHUB_STEP_SUMMARY``, which the action and `rageval gate` append to).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import stat
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from rageval.errors import RagevalError, ResultError
-from rageval.parse import finite, load_json, read_bytes, shown
+from rageval.parse import MSG_TOO_BIG, file_kind, finite, load_json, read_bytes, shown
 
 # --- validation ------------------------------------------------------------------------------
 
@@ -119,13 +128,30 @@ class Reader:
 
 # --- files -----------------------------------------------------------------------------------
 
-def read_json(path: str | os.PathLike[str], error: type[RagevalError] = ResultError, what: str = "RunResult") -> Any:
-    """Parse a JSON file written by rageval (or handed to it) under ``rageval.parse``'s rules:
-    UTF-8, no key twice, no NaN or ±Infinity, bounded nesting. ``what`` names the kind of file."""
+#: The most bytes a results file (a RunResult, a verdict) may have. A 5,000-case RunResult is ~12 MB
+#: and loads at a peak of ~87 MB, about 7× its size (``python bench/bench_results_io.py``); 512 MiB
+#: (~200,000 such cases) then peaks near 3.5 GB, within a GitHub-hosted runner's 7 GB, while a wrong
+#: file (a log, a disk image, ``/dev/zero``) is refused before it is read.
+MAX_RESULT_BYTES = 512 * 2**20
+MSG_NOT_FOUND = "{path}: {what} file not found."
+
+
+def read_result_file(path: str | os.PathLike[str], error: type[RagevalError] = ResultError,
+                     what: str = "RunResult") -> bytes:
+    """A results file's bytes: a regular file (a symlink to one is followed) of at most
+    ``MAX_RESULT_BYTES``; ``what`` names the kind of file in messages."""
     path = Path(path)
-    if not path.is_file():
-        raise error(f"{path}: {what} file not found.")
-    return load_json(read_bytes(path, error=error), str(path), error=error)
+    if not path.exists():
+        raise error(MSG_NOT_FOUND.format(path=path, what=what))
+    return read_bytes(path, error=error, limit=MAX_RESULT_BYTES)
+
+
+def parse_result_json(data: bytes, where: str, error: type[RagevalError] = ResultError) -> Any:
+    """A results file's JSON from its bytes, wherever they came from (a file, an artifact's
+    member): at most ``MAX_RESULT_BYTES``, then ``rageval.parse.load_json``'s rules."""
+    if len(data) > MAX_RESULT_BYTES:
+        raise error(MSG_TOO_BIG.format(where=where, limit=MAX_RESULT_BYTES))
+    return load_json(data, where, error=error)
 
 
 def to_json(data: Any, *, compact: bool = False) -> str:
@@ -157,13 +183,38 @@ def _umask() -> int:
 #: must be able to read the results, the report and the cache.
 FILE_MODE = 0o666 & ~_umask()
 MSG_WRITE = "{path}: could not write the file ({problem}); {old}. Free some space or check the folder's permissions."
+MSG_WRITE_IN_PLACE = ("{path}: could not write to it ({problem}); it is a device or a pipe, written in place, "
+                      "so part of the output may have gone through. Check the path.")
+MSG_LINK = ("{path}: a symbolic link (to {target}). rageval writes to a plain path, a device or a pipe, never "
+            "through a link to a file (in a checkout a pull request controls, a link could point anywhere). Give "
+            "the path of the file itself.")
+MSG_SPECIAL = "{path}: {kind}, not something rageval writes to. Give the path of a file."
+#: links that name a file this process already has open (``/dev/stdout`` → ``/proc/self/fd/1``)
+_OPEN_FILE = re.compile(r"^/(proc/(self|\d+)|dev)/fd/")
 
 
-def write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None = None) -> None:
-    """Write atomically: a temp file in the same folder (``mode``, default FILE_MODE), then rename,
-    so a failed run never leaves half a file where a results file or report used to be. A full
-    disk or a read-only folder is a RagevalError naming the file (the old file stays as it was)."""
+def write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None = None, replace: bool = False,
+                links: bool = True) -> None:
+    """Write ``data`` to ``path``, by what is there (a RagevalError naming the path if it fails):
+
+    - nothing, or a regular file: a temp file in the same folder (``mode``, default FILE_MODE), then
+      a rename, so a failed run never leaves half a file (the old file stays as it was);
+    - a character device or a FIFO, also through links (``/dev/stdout``, ``/dev/null``), or a link
+      to a file this process has open (``/dev/stdout`` redirected to a file): written in place,
+      appended to, never replaced (a rename over ``/dev/stdout`` as root replaced it with a file);
+    - any other symlink (to a file, a folder, nowhere), a block device or a socket: refused.
+
+    ``links=False`` refuses every symlink at ``path``, ``/dev/stdout``-like ones too: the action
+    writes into a checkout a pull request controls, where a link to ``/proc/self/fd/1`` would put
+    the report's untrusted text into the job log unescaped. ``replace=True`` is for rageval's own
+    files (a cache entry): whatever is at ``path``, a planted link included, is replaced by the
+    rename, never written through."""
     path = Path(path)
+    if not links and path.is_symlink():
+        raise RagevalError(MSG_LINK.format(path=path, target=os.readlink(path)))
+    if not replace and _in_place(path):
+        _write_in_place(path, data)
+        return
     tmp: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -181,6 +232,60 @@ def write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None =
             Path(tmp).unlink(missing_ok=True)
 
 
-def write_text(path: str | os.PathLike[str], text: str) -> None:
+def _in_place(path: Path) -> bool:
+    """Whether ``path`` is written in place rather than by a rename; RagevalError for what rageval
+    does not write to (see ``write_bytes``)."""
+    try:
+        info = os.stat(path)                       # through any link
+    except OSError:
+        info = None                                # nothing there, a dangling link, a path under a file
+    if info is not None and (stat.S_ISCHR(info.st_mode) or stat.S_ISFIFO(info.st_mode)):
+        return True
+    if path.is_symlink():
+        if _names_an_open_file(path):
+            return True
+        raise RagevalError(MSG_LINK.format(path=path, target=os.readlink(path)))
+    if info is not None and (stat.S_ISBLK(info.st_mode) or stat.S_ISSOCK(info.st_mode)):
+        raise RagevalError(MSG_SPECIAL.format(path=path, kind=file_kind(info.st_mode)))
+    return False
+
+
+def _names_an_open_file(path: Path) -> bool:
+    """Whether ``path`` or a link on the way leads through ``/proc/<pid>/fd/`` or ``/dev/fd/``."""
+    current = os.path.abspath(path)
+    for _ in range(40):                            # the kernel's own limit on a chain of links
+        if _OPEN_FILE.match(current):
+            return True
+        if not os.path.islink(current):
+            return False
+        current = os.path.normpath(os.path.join(os.path.dirname(current), os.readlink(current)))
+    return False
+
+
+def _write_in_place(path: Path, data: bytes) -> None:
+    """Write to a device, pipe or open file as it is: appended, no create, no truncate, no rename."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise RagevalError(MSG_WRITE_IN_PLACE.format(path=path, problem=exc.strerror or exc)) from None
+
+
+def write_text(path: str | os.PathLike[str], text: str, *, links: bool = True) -> None:
     """``write_bytes`` of UTF-8 text."""
-    write_bytes(path, text.encode("utf-8"))
+    write_bytes(path, text.encode("utf-8"), links=links)
+
+
+def append_text(path: str | os.PathLike[str], text: str) -> None:
+    """Append ``text`` to ``path``, ending it with a newline; a full disk or a missing folder is a
+    RagevalError naming the file (exit 2), never a traceback."""
+    try:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(text if text.endswith("\n") else text + "\n")
+    except OSError as exc:
+        raise RagevalError(f"{path}: could not append to the runner's file ({exc.strerror or exc}).") from None

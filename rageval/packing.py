@@ -78,6 +78,8 @@ def _table(data: Mapping[str, Any], r: Reader) -> dict[str, Mapping[str, Any]]:
 def _item(item: Any, table: Mapping[str, Mapping[str, Any]], key: str, r: Reader) -> Any:
     if not isinstance(item, Mapping) or "text" in item:
         return item
+    if "chunk_id" in item:               # a list or an object would be no key of the table
+        r.str_(item["chunk_id"], f"{key}.chunk_id")
     entry = table.get(item.get("chunk_id"))
     if entry is None:
         raise r.fail(key, f"chunk {item.get('chunk_id')!r} has no text here and none in the chunk table")
@@ -94,6 +96,8 @@ def unpack(data: Mapping[str, Any], r: Reader) -> list[Any]:
         if not isinstance(case, Mapping):
             cases.append(case)
             continue
+        if "id" in case:                 # looked up before from_dict checks it: a list is no key
+            r.str_(case["id"], f"cases[{i}].id")
         known = snapshot.get(case.get("id"))
         if isinstance(known, Mapping):
             case = {**{k: known[k] for k in GOLDEN_FIELDS if k in known and k not in case}, **case}

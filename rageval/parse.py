@@ -18,7 +18,10 @@ artifacts, cache files and app output lines) goes through it, so one set of rule
 The API; ``where`` names the input in messages (a path, or ``"runresult.json in artifact 7"``),
 ``error`` is the RagevalError subclass to raise (ConfigError, DatasetError, BaselineError …):
 
-- ``read_bytes(path, error=…)``: a file's bytes; an unreadable file is ``error``, not OSError.
+- ``read_bytes(path, error=…, limit=None, links=True)``: a file's bytes; an unreadable file is
+  ``error``, not OSError. With ``limit``, only a regular file (a symlink to one is followed unless
+  ``links=False``) of at most ``limit`` bytes is read: a device, FIFO or socket (``/dev/zero``
+  never ends) and a bigger file are ``error`` before anything is read.
 - ``decode(data, where, error=…)``: UTF-8 text from bytes (or a str, checked for NUL);
   ``read_text(path, error=…)``: both, for a file.
 - ``load_json(data, where, error=…, line=1)``: one JSON document; ``line`` is the line the text
@@ -27,6 +30,7 @@ The API; ``where`` names the input in messages (a path, or ``"runresult.json in 
 - ``load_yaml_node(data, where, error=…)``: the data and its node tree, for line numbers.
 - ``key_lines(node)``: the line of every mapping key of a node tree, by dotted path.
 - ``shown(value)``: a value's repr cut short, for messages; ``finite(number)``: fits a float.
+- ``file_kind(mode)``: what a non-regular file is ("a folder", "a pipe (FIFO)" …), for messages.
 - ``parse_yaml(text)``: the data and node tree, raising ``yaml.YAMLError`` (the strict rules
   above included) for callers that word their own message.
 
@@ -37,10 +41,12 @@ from __future__ import annotations
 
 import bisect
 import email.utils
+import errno
 import json
 import math
 import os
 import re
+import stat
 from datetime import timezone
 from itertools import accumulate
 from typing import Any
@@ -55,6 +61,9 @@ from rageval.errors import RagevalError
 MAX_DEPTH = 64
 
 MSG_CANNOT_READ = "{where}: cannot read the file ({problem}). Check the path and its permissions."
+MSG_NOT_REGULAR = "{where}: not a regular file but {kind}. Give the path of a file."
+MSG_TOO_BIG = ("{where}: more than {limit:,} bytes, the most rageval reads from such a file. Check that "
+               "this is the right file.")
 MSG_NOT_UTF8 = "{where}: not UTF-8 text (byte {offset}, line {line}). Save the file as UTF-8."
 MSG_BINARY = "{where}: line {line}: a NUL byte, so this is a binary file, not text. Check the path."
 MSG_YAML = "{where}: line {line}: not valid YAML: {problem}. Fix the syntax there."
@@ -73,13 +82,45 @@ MSG_CHARACTER = "{where}: line {line}: character U+{code:04X} is not allowed in 
 _SafeLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when installed
 
 
-def read_bytes(path: str | os.PathLike[str], *, error: type[RagevalError]) -> bytes:
-    """The file's bytes; a missing, unreadable or special file raises ``error`` naming it."""
+def read_bytes(path: str | os.PathLike[str], *, error: type[RagevalError], limit: int | None = None,
+               links: bool = True) -> bytes:
+    """The file's bytes; a missing or unreadable file raises ``error`` naming it. With ``limit``:
+    only a regular file of at most ``limit`` bytes, and with ``links=False`` not through a symlink."""
+    if limit is None and links:
+        try:
+            with open(path, "rb") as fh:
+                return fh.read()
+        except OSError as exc:
+            raise error(MSG_CANNOT_READ.format(where=path, problem=exc.strerror or exc)) from None
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if links else os.O_NOFOLLOW)
     try:
-        with open(path, "rb") as fh:
-            return fh.read()
+        fd = os.open(path, flags)    # O_NONBLOCK: opening a FIFO does not wait for a writer
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and not links:
+            raise error(MSG_NOT_REGULAR.format(where=path, kind="a symbolic link")) from None
+        raise error(MSG_CANNOT_READ.format(where=path, problem=exc.strerror or exc)) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise error(MSG_NOT_REGULAR.format(where=path, kind=file_kind(info.st_mode)))
+        if limit is not None and info.st_size > limit:
+            raise error(MSG_TOO_BIG.format(where=path, limit=limit))
+        with open(fd, "rb", closefd=False) as fh:
+            data = fh.read() if limit is None else fh.read(limit + 1)
     except OSError as exc:
         raise error(MSG_CANNOT_READ.format(where=path, problem=exc.strerror or exc)) from None
+    finally:
+        os.close(fd)
+    if limit is not None and len(data) > limit:   # it grew since fstat
+        raise error(MSG_TOO_BIG.format(where=path, limit=limit))
+    return data
+
+
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, as a message names it ("a folder", "a character device" …)."""
+    kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+             (stat.S_ISFIFO, "a pipe (FIFO)"), (stat.S_ISSOCK, "a socket"))
+    return next((name for test, name in kinds if test(mode)), "a special file")
 
 
 def read_text(path: str | os.PathLike[str], *, error: type[RagevalError]) -> str:
@@ -87,17 +128,18 @@ def read_text(path: str | os.PathLike[str], *, error: type[RagevalError]) -> str
     return decode(read_bytes(path, error=error), str(path), error=error)
 
 
-def decode(data: bytes | str, where: str, *, error: type[RagevalError]) -> str:
-    """UTF-8 text without NUL characters; a leading byte order mark is dropped."""
+def decode(data: bytes | str, where: str, *, error: type[RagevalError], line: int = 1) -> str:
+    """UTF-8 text without NUL characters; a leading byte order mark is dropped. ``line``: the line
+    the text starts on in its file (messages name the file's line)."""
     if isinstance(data, bytes):
         try:
             data = data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            line = data.count(b"\n", 0, exc.start) + 1
-            raise error(MSG_NOT_UTF8.format(where=where, offset=exc.start, line=line)) from None
+            at = data.count(b"\n", 0, exc.start) + line
+            raise error(MSG_NOT_UTF8.format(where=where, offset=exc.start, line=at)) from None
     nul = data.find("\x00")
     if nul >= 0:
-        raise error(MSG_BINARY.format(where=where, line=data.count("\n", 0, nul) + 1))
+        raise error(MSG_BINARY.format(where=where, line=data.count("\n", 0, nul) + line))
     return data[1:] if data.startswith("\ufeff") else data
 
 
@@ -163,7 +205,7 @@ def _float(text: str) -> float:
 
 def load_json(data: bytes | str, where: str, *, error: type[RagevalError], line: int = 1) -> Any:
     """One JSON document, strictly (see the module docstring). ``line``: the line the text starts on."""
-    text = decode(data, where, error=error)
+    text = decode(data, where, error=error, line=line)
     _check_json_depth(text, where, error, line)
     try:
         return json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_float)

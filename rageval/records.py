@@ -1,23 +1,136 @@
 """The per-case records a RunResult is made of: :class:`CheckResult` (one check of one case),
 :class:`Retrieved` (one retrieved chunk) and :class:`CaseResult`, each with ``to_dict`` and a
-strict ``from_dict``. ``rageval.results`` holds the run-level records and re-exports these: import
-them from there.
+strict ``from_dict`` (``rageval.results`` holds the run-level records); and :class:`Record`, the
+base of records whose JSON form simply follows their fields' types (the gate's verdict tables).
 """
 
 from __future__ import annotations
 
+import functools
 import math
+import types
+import typing
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass, replace
+from types import MappingProxyType
+from typing import Any, ClassVar
 
 from rageval.files import Reader
+
+
+class Record:
+    """Base of a frozen dataclass whose JSON form follows its fields' types, so serialisation is
+    written once: ``to_dict`` writes every field (tuples as lists, nested records as their dicts,
+    None-valued fields listed in ``OMIT_NONE`` left out); ``from_dict(data, key, reader)`` reads it
+    back strictly — unknown keys, wrong types and non-finite numbers are errors naming the dotted
+    key; a field with a default may be absent (a file written before the field existed); mappings
+    come back read-only. Field types understood: str, int, float, bool, ``X | None``, ``int | str``,
+    ``tuple[X, ...]``, ``Mapping[str, X]``, nested records (anything with ``from_dict(data, key,
+    reader)``) and ``Any`` (any JSON value). ``field(metadata={"choices": (…)})`` limits a string.
+    Floats are written rounded to ``DECIMALS`` (see :func:`plain`); the record itself keeps them
+    as given, so what was decided on them is not changed by writing them."""
+
+    OMIT_NONE: ClassVar[tuple[str, ...]] = ()
+
+    def __post_init__(self) -> None:
+        """Immutable all the way down: a dict given to the constructor is kept read-only, a list as a tuple."""
+        for f in fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            if isinstance(value, dict):
+                object.__setattr__(self, f.name, MappingProxyType(value))
+            elif isinstance(value, list):
+                object.__setattr__(self, f.name, tuple(value))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: plain(getattr(self, f.name)) for f in fields(self)  # type: ignore[arg-type]
+                if not (f.name in self.OMIT_NONE and getattr(self, f.name) is None)}
+
+    @classmethod
+    def from_dict(cls, data: Any, key: str, r: Reader) -> Any:
+        data = r.obj(data, key)
+        known = fields(cls)  # type: ignore[arg-type]
+        r.keys(data, [f.name for f in known], key)
+        hints = _hints(cls)
+        values = {}
+        for f in known:
+            if f.name in data:
+                values[f.name] = _read(hints[f.name], data[f.name], f"{key}.{f.name}" if key else f.name, r, f.metadata)
+            elif f.default is MISSING and f.default_factory is MISSING:
+                raise r.fail(f"{key}.{f.name}" if key else f.name, "missing")
+        return cls(**values)
+
+
+#: decimals of every float a record writes — as the RunResult's summaries are rounded (``aggregate``):
+#: a Δ of two such values is −0.083334, not the binary −0.08333400000000002
+DECIMALS = 6
+
+
+def rounded(value: float) -> float:
+    """``value`` to ``DECIMALS`` decimals, −0.0 written as 0.0."""
+    return round(value, DECIMALS) + 0.0
+
+
+def plain(value: Any) -> Any:
+    """A record, tuple or mapping as plain JSON values, floats ``rounded``."""
+    if isinstance(value, float):
+        return rounded(value)
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _read(tp: Any, value: Any, key: str, r: Reader, meta: Mapping[str, Any]) -> Any:  # noqa: PLR0911
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if tp is Any:
+        return r.json(value, key)
+    if origin in (typing.Union, types.UnionType):
+        options = [a for a in args if a is not type(None)]
+        if value is None and len(options) < len(args):
+            return None
+        optional = {float: lambda: r.num(value, key, optional=True), int: lambda: r.int_(value, key, optional=True,
+                                                                                        minimum=None),
+                    str: lambda: r.str_(value, key, optional=True)}
+        if len(options) == 1 and len(options) < len(args) and options[0] in optional:
+            read = optional[options[0]]()                     # "expected a finite number or null"
+            return float(read) if options[0] is float else read
+        if len(options) == 1:
+            return _read(options[0], value, key, r, meta)
+        kinds = {int: int, str: str, float: float}
+        for option in options:
+            if isinstance(value, kinds.get(option, ())) and not isinstance(value, bool):
+                return value
+        raise r.fail(key, f"expected one of {', '.join(getattr(o, '__name__', str(o)) for o in options)}, got {value!r}")
+    if tp is str:
+        text = r.str_(value, key)
+        if "choices" in meta and text not in meta["choices"]:
+            raise r.fail(key, f"expected one of {', '.join(meta['choices'])}, got {text!r}")
+        return text
+    if tp is bool:
+        return r.bool_(value, key)
+    if tp is int:
+        return r.int_(value, key, minimum=None)
+    if tp is float:
+        return float(r.num(value, key))  # type: ignore[arg-type]
+    if origin is tuple:
+        return tuple(_read(args[0], v, f"{key}[{i}]", r, {}) for i, v in enumerate(r.lst(value, key)))
+    if origin in (Mapping, dict, typing.Mapping):
+        return MappingProxyType({str(k): _read(args[1], v, f"{key}.{k}", r, {}) for k, v in r.obj(value, key).items()})
+    if hasattr(tp, "from_dict") and is_dataclass(tp):
+        return tp.from_dict(value, key, r)
+    raise TypeError(f"a Record field of type {tp!r} cannot be read")  # a bug in a record's declaration
 
 PASS, FAIL, SKIPPED, ERROR = "pass", "fail", "skipped", "error"
 STATUSES = (PASS, FAIL, SKIPPED, ERROR)
 HOLDOUT_TAG = "holdout"
-#: the one summary metric that is not a rate in [0, 1]
-COUNT_METRICS = ("context_tokens",)
 
 
 @dataclass(frozen=True)
@@ -105,15 +218,9 @@ class Retrieved:
                    r.int_(data.get("tokens"), f"{key}.tokens", optional=True))
 
 
-def metric_bounds(name: str) -> tuple[float, float | None]:
-    """(minimum, maximum) of a summary metric's value: rates lie in [0, 1], token counts are ≥ 0."""
-    return (0.0, None) if name in COUNT_METRICS else (0.0, 1.0)
-
-
-def sigma_bounds(name: str) -> tuple[float, float | None]:
-    """(minimum, maximum) of a metric's σ over repeats: a rate's σ cannot exceed 1, so a larger one
-    (which would widen every tolerance past the metric's range) is bad input, not noise."""
-    return metric_bounds(name)
+def rate_bounds(name: str) -> tuple[float, float | None]:
+    """A case's own metrics are retrieval metrics: each lies in [0, 1]."""
+    return (0.0, 1.0)
 
 
 def slice_labels(slice_values: Mapping[str, Any]) -> list[str]:
@@ -206,7 +313,7 @@ class CaseResult:
             context_tokens=r.int_(data.get("context_tokens"), f"{key}.context_tokens", optional=True),
             first_relevant_rank=r.int_(data.get("first_relevant_rank"), f"{key}.first_relevant_rank",
                                        optional=True, minimum=1),
-            metrics=r.numbers(data.get("metrics") or {}, f"{key}.metrics", optional=False, bounds=metric_bounds),
+            metrics=r.numbers(data.get("metrics") or {}, f"{key}.metrics", optional=False, bounds=rate_bounds),
             checks={str(n): CheckResult.from_dict(c, f"{key}.checks.{n}", reader=r)
                     for n, c in r.obj(data.get("checks") or {}, f"{key}.checks").items()},
             passed=passed,

@@ -13,36 +13,27 @@ here), :class:`GoldenInfo` and :class:`RunResult`. Free-form blocks (the resolve
 golden and corpus snapshots, the golden checks, a check's details) are kept as plain JSON values,
 checked for finite numbers.
 
-Reading and writing the files (strict JSON, atomic writes) is ``rageval.files``'s.
+Every results file comes in through ``RunResult.from_json(bytes, where)`` (``load_result`` for a
+path): the local file, ``--baseline``, ``--candidate`` and the baseline artifact's member alike.
+Reading and writing the files (strict JSON, size bound, atomic writes) is ``rageval.files``'s.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any
 
-from rageval.cost import Cost  # noqa: F401 - re-exported: part of the RunResult contract
+from rageval.cost import Cost
 from rageval.errors import RagevalError, ResultError
-from rageval.files import Reader, read_json
+from rageval.files import Reader, parse_result_json, read_result_file
+from rageval.metrics.registry import metric_bounds, sigma_bounds
 from rageval.packing import pack, unpack
-from rageval.records import (  # noqa: F401 - re-exported: results is where records are imported from
-    COUNT_METRICS,
-    ERROR,
-    FAIL,
-    HOLDOUT_TAG,
-    PASS,
-    SKIPPED,
-    STATUSES,
-    CaseResult,
-    CheckResult,
-    Retrieved,
-    metric_bounds,
-    sigma_bounds,
-    slice_labels,
-)
+from rageval.records import CaseResult, Record
 
 SCHEMA_VERSION = 2
 #: versions this rageval reads: 1 (release 0.1.0: every text inline) and 2 (packed: rageval.packing)
@@ -99,27 +90,34 @@ class Summary:
 @dataclass(frozen=True)
 class Noise:
     """Noise measured over a baseline's repeats: σ per summary metric (and per slice), the summary
-    metrics of each run, how many runs were executed and whether the pipeline was deterministic."""
+    metrics of each run, how many runs were executed and whether the pipeline was deterministic.
+    ``totals``: per run, each metric's unrounded [sum, count] over the cases, overall and per slice
+    (``rageval.metrics.aggregate.run_totals``), written when runs > 1, so `rageval merge` can
+    add the shards of a sharded baseline up to the noise of the whole."""
 
     sigma: Mapping[str, float]
     by_slice: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     runs: tuple[Mapping[str, float | None], ...] = ()
     runs_executed: int = 1
     deterministic: bool = False
+    totals: tuple[Mapping[str, Any], ...] = ()
 
     def sigma_of(self, metric: str, slice_key: str | None = None) -> float:
         values = self.sigma if slice_key is None else self.by_slice.get(slice_key, {})
         return float(values.get(metric) or 0.0)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"sigma": dict(self.sigma), "by_slice": {k: dict(v) for k, v in self.by_slice.items()},
-                "runs": [dict(x) for x in self.runs], "runs_executed": self.runs_executed,
-                "deterministic": self.deterministic}
+        out = {"sigma": dict(self.sigma), "by_slice": {k: dict(v) for k, v in self.by_slice.items()},
+               "runs": [dict(x) for x in self.runs], "runs_executed": self.runs_executed,
+               "deterministic": self.deterministic}
+        if self.totals:
+            out["totals"] = [dict(t) for t in self.totals]
+        return out
 
     @classmethod
     def from_dict(cls, data: Any, key: str, r: Reader) -> Noise:
         data = r.obj(data, key)
-        r.keys(data, ("sigma", "by_slice", "runs", "runs_executed", "deterministic"), key)
+        r.keys(data, ("sigma", "by_slice", "runs", "runs_executed", "deterministic", "totals"), key)
 
         def sigmas(value: Any, where: str) -> dict[str, float]:
             return r.numbers(value, where, optional=False, bounds=sigma_bounds)  # type: ignore[return-value]
@@ -130,7 +128,28 @@ class Noise:
                    runs=tuple(r.numbers(x, f"{key}.runs[{i}]", bounds=metric_bounds) for i, x in enumerate(r.lst(data.get("runs") or [],
                                                                                            f"{key}.runs"))),
                    runs_executed=r.int_(data.get("runs_executed", 1), f"{key}.runs_executed", minimum=1),  # type: ignore[arg-type]
-                   deterministic=r.bool_(data.get("deterministic", False), f"{key}.deterministic"))
+                   deterministic=r.bool_(data.get("deterministic", False), f"{key}.deterministic"),
+                   totals=tuple(_run_totals(t, f"{key}.totals[{i}]", r)
+                                for i, t in enumerate(r.lst(data.get("totals") or [], f"{key}.totals"))))
+
+
+def _totals(value: Any, key: str, r: Reader) -> dict[str, list[float]]:
+    out = {}
+    for name, pair in r.obj(value, key).items():
+        pair = r.lst(pair, f"{key}.{name}")
+        if len(pair) != 2:
+            raise r.fail(f"{key}.{name}", f"expected [sum, count], got {pair!r}")
+        out[str(name)] = [float(r.num(pair[0], f"{key}.{name}[0]")),  # type: ignore[arg-type]
+                          r.int_(pair[1], f"{key}.{name}[1]")]
+    return out  # type: ignore[return-value]
+
+
+def _run_totals(value: Any, key: str, r: Reader) -> dict[str, Any]:
+    data = r.obj(value, key)
+    r.keys(data, ("metrics", "by_slice"), key)
+    return {"metrics": _totals(r.req(data, "metrics", key), f"{key}.metrics", r),
+            "by_slice": {str(label): _totals(v, f"{key}.by_slice.{label}", r)
+                         for label, v in r.obj(data.get("by_slice") or {}, f"{key}.by_slice").items()}}
 
 
 @dataclass(frozen=True)
@@ -195,6 +214,8 @@ def _snapshot_case(value: Any, key: str, r: Reader) -> dict[str, Any]:
     for name in SNAPSHOT_LISTS:
         r.strs(case.get(name) or [], f"{key}.{name}")
     r.bool_(case.get("out_of_scope", False), f"{key}.out_of_scope")
+    for section, grade in r.obj(case.get("grades") or {}, f"{key}.grades").items():
+        r.int_(grade, f"{key}.grades.{section}")
     return dict(case)
 
 
@@ -209,9 +230,77 @@ def _corpus(value: Any, key: str, r: Reader) -> dict[str, Any]:
     return dict(corpus)
 
 
+@dataclass(frozen=True)
+class HistoryEntry(Record):
+    """One earlier baseline of a branch, as the baselines after it carry it (``RunResult.history``,
+    built by ``rageval.gate.trend``): its commit and date, the golden set and judge its values were
+    measured with (an entry under another one is a break in the trend, never compared across), and
+    its gated metrics over the whole run and over the cases of each tag (``subsets``: a PR's
+    ``--subset pr`` is compared with main's values over the cases tagged pr)."""
+
+    commit: str | None
+    date: str | None
+    golden: str
+    golden_version: int | str
+    judge: str | None
+    metrics: Mapping[str, float | None]
+    subsets: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: Any, key: str, r: Reader) -> HistoryEntry:
+        entry = super().from_dict(data, key, r)
+        for name, values in (("metrics", entry.metrics), *((f"subsets.{t}", v) for t, v in entry.subsets.items())):
+            r.numbers(dict(values), f"{key}.{name}", bounds=metric_bounds)      # a rate outside [0, 1] is refused
+        return entry
+
+
+MSG_SHARD = ("{what} is {got!r}: write it as I/N, the I-th of N parts (1 ≤ I ≤ N ≤ {most}), e.g. 2/4; every "
+             "part runs the cases whose id hashes to it, and `rageval merge` joins the N results.")
+MAX_SHARDS = 1000
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Part ``index`` of ``count`` of a run (``--shard 2/4``): the cases whose id's sha256, read as
+    a number, is ``index − 1`` modulo ``count``. The split depends on the case id alone, so every
+    job of a matrix picks the same partition whatever the machine, the order of the golden file or
+    the cases added elsewhere in it."""
+
+    index: int
+    count: int
+
+    @classmethod
+    def parse(cls, text: str, what: str = "--shard") -> Shard:
+        """``2/4`` → Shard(2, 4); RagevalError naming ``what`` (the option or input) otherwise."""
+        m = re.fullmatch(r"\s*(\d{1,4})\s*/\s*(\d{1,4})\s*", text or "")
+        if not m or not 1 <= int(m.group(1)) <= int(m.group(2)) <= MAX_SHARDS:
+            raise RagevalError(MSG_SHARD.format(what=what, got=text, most=MAX_SHARDS))
+        return cls(int(m.group(1)), int(m.group(2)))
+
+    def holds(self, case_id: str) -> bool:
+        return int.from_bytes(hashlib.sha256(case_id.encode("utf-8")).digest()[:8], "big") % self.count \
+            == self.index - 1
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+    def to_dict(self) -> dict[str, int]:
+        return {"index": self.index, "count": self.count}
+
+    @classmethod
+    def from_dict(cls, data: Any, key: str, r: Reader) -> Shard:
+        data = r.obj(data, key)
+        r.keys(data, ("index", "count"), key)
+        count = r.int_(r.req(data, "count", key), f"{key}.count", minimum=1)
+        index = r.int_(r.req(data, "index", key), f"{key}.index", minimum=1)
+        if index > count or count > MAX_SHARDS:  # type: ignore[operator]
+            raise r.fail(key, f"shard {index}/{count}: need 1 ≤ index ≤ count ≤ {MAX_SHARDS}")
+        return cls(index, count)  # type: ignore[arg-type]
+
+
 RUN_KEYS = ("schema_version", "tool", "created_at", "git_sha", "golden", "corpus", "golden_checks", "app", "config",
             "config_fingerprint", "metric_names", "summary", "chunks", "cases", "repeats", "noise", "flaky", "cost",
-            "timings")
+            "timings", "history", "shard")
 
 
 RUN_REQUIRED = ("schema_version", "golden", "config", "metric_names", "summary", "cases")
@@ -231,7 +320,7 @@ class RunResult:
     created_at: str | None = None
     git_sha: str | None = None
     corpus: Mapping[str, Any] | None = None              # {"sections": {id: {title, document, sha256, numbers}}}
-    golden_checks: Mapping[str, Any] | None = None       # {"leaks": [...] | None, "coverage": {...}}
+    golden_checks: Mapping[str, Any] | None = None       # the golden audit: {"leaks": [...] | None, "coverage": {...}}
     app: Mapping[str, Any] = field(default_factory=dict)  # {"name", "deterministic"}
     config_fingerprint: str | None = None
     repeats: int = 1
@@ -239,6 +328,9 @@ class RunResult:
     flaky: tuple[str, ...] = ()
     cost: Cost = field(default_factory=Cost)
     timings: Mapping[str, float] = field(default_factory=dict)
+    history: tuple[HistoryEntry, ...] = ()          # earlier baselines of the branch, oldest first
+    shard: Shard | None = None                      # a part of a run (`rageval run --shard`), merged by `rageval merge`
+    source: str = field(default="", compare=False)  # where it was read from (messages only; not written)
 
     #: written without indentation: a machine's file, and a third smaller (rageval.files.write_json)
     compact_json = True
@@ -263,7 +355,7 @@ class RunResult:
         """The JSON written (schema_version 2): packed (rageval.packing), each text written once."""
         cases = [c.to_dict() for c in self.cases]
         chunks = pack(cases, self.golden.cases)
-        return {
+        out = {
             "schema_version": SCHEMA_VERSION, "tool": dict(self.tool), "created_at": self.created_at,
             "git_sha": self.git_sha, "golden": self.golden.to_dict(), "corpus": self.corpus,
             "golden_checks": self.golden_checks, "app": dict(self.app), "config": self.config,
@@ -271,7 +363,11 @@ class RunResult:
             "summary": self.summary.to_dict(), "chunks": chunks, "cases": cases, "repeats": self.repeats,
             "noise": None if self.noise is None else self.noise.to_dict(), "flaky": list(self.flaky),
             "cost": self.cost.to_dict(), "timings": dict(self.timings),
+            **({} if self.shard is None else {"shard": self.shard.to_dict()}),
         }
+        if self.history:          # written only when there is one: a file without it reads as before
+            out["history"] = [e.to_dict() for e in self.history]
+        return out
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "RunResult", *, error: type[RagevalError] = ResultError) -> RunResult:
@@ -311,13 +407,24 @@ class RunResult:
             cost=Cost.from_dict(data.get("cost") or {}, "cost", r),
             timings={str(k): r.num(v, f"timings.{k}", minimum=0.0)  # type: ignore[misc]
                      for k, v in r.obj(data.get("timings") or {}, "timings").items()},
+            history=tuple(HistoryEntry.from_dict(e, f"history[{i}]", r)
+                          for i, e in enumerate(r.lst(data.get("history") or [], "history"))),
+            shard=None if data.get("shard") is None else Shard.from_dict(data["shard"], "shard", r),
+            source=where,
             **optional,
         )
+
+    @classmethod
+    def from_json(cls, data: bytes, where: str, *, error: type[RagevalError] = ResultError) -> RunResult:
+        """The one way in for a results file's bytes, wherever they come from (a file, the baseline
+        artifact): strict JSON within the size bound (``rageval.files.parse_result_json``), then
+        ``from_dict``. Raises ``error`` naming ``where`` and the line or key of the first problem."""
+        return cls.from_dict(parse_result_json(data, where, error), where, error=error)
 
 
 def load_result(path: str | os.PathLike[str], error: type[RagevalError] = ResultError) -> RunResult:
     """Read and validate a RunResult file; ``error`` names the file and the key of any problem."""
-    return RunResult.from_dict(read_json(path, error), str(path), error=error)
+    return RunResult.from_json(read_result_file(path, error), str(path), error=error)
 
 
 Progress = Callable[[int, int], None]

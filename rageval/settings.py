@@ -1,6 +1,6 @@
 """The settings of rageval.yml as typed, immutable records, each field declared once with its
 default and the kind that checks a given value: ``setting(default, kind)``. ``rageval.config``
-reads a file into these (and re-exports them: import them from there).
+reads a file into these.
 """
 
 from __future__ import annotations
@@ -14,12 +14,10 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from rageval.metrics.numbers import resolve_units
+from rageval.metrics.numbers import Unit, resolve_units
+from rageval.metrics.registry import retrieval_metric_names, zero_tolerance_names
 from rageval.metrics.rules import validate_refusal_markers
-from rageval.text import hide_password
-
-DEFAULT_CONFIG = "rageval.yml"
-ZERO_TOLERANCE_RULES = ("numbers",)
+from rageval.text import LANGUAGES, hide_password
 
 
 def setting(default: Any = MISSING, kind: str = "", *, factory: Any = MISSING, **spec: Any) -> Any:
@@ -42,6 +40,7 @@ class AppConfig:
 class ChunkingConfig:
     size: int = setting(200, "posint")                       # tokens per chunk (rageval.text tokenizer)
     overlap: int = setting(0, "nonnegint")                   # tokens shared by consecutive chunks of a document
+    merge_sections: bool = setting(False, "bool")            # pack several sections into a chunk (else one per chunk)
 
 
 @dataclass(frozen=True)
@@ -58,6 +57,8 @@ class RetrievalConfig:
     k: tuple[int, ...] = setting((1, 3, 5), "ints", nonempty=True)
     token_budgets: tuple[int, ...] = setting((), "ints")
     mode: str = setting("dense", "choice", choices=("dense", "bm25", "hybrid"))  # hybrid: reciprocal-rank fusion
+    relevance_min: int = setting(1, "posint")                # least grade hit/recall/mrr count (trec_eval -l)
+    store_k: int = setting(20, "posint")                     # retrieved items kept per case in the RunResult
 
 
 @dataclass(frozen=True)
@@ -111,22 +112,28 @@ class GateConfig:
     floors: dict[str, float] = setting(kind="metrics", factory=dict)    # metric -> minimum value
     max_drop: dict[str, float] = setting(kind="metrics", factory=dict)  # metric -> allowed drop vs baseline
     noise_k: float = setting(2.0, "nonneg")
-    zero_tolerance: tuple[str, ...] = setting((), "strs", choices=ZERO_TOLERANCE_RULES)
+    zero_tolerance: tuple[str, ...] = setting((), "strs", choices=zero_tolerance_names)  # checks declared so
     slices: dict[str, SliceGate] = setting(kind="slices", factory=dict)  # "type=injection" -> gates
     rerun: RerunConfig = setting(kind="section", factory=RerunConfig)
     missing_baseline: str = setting("floors_only", "choice", choices=("floors_only", "fail"))
     errors: str = setting("fail", "choice", choices=("fail", "ignore"))  # for cases whose App call errored
-    significance: float | None = setting(None, "rate")                  # block drops only when p < this
+    significance: float | None = setting(None, "level")                 # block drops only when p < this (0 < α < 1)
     min_slice_cases: int = setting(3, "posint")                          # fewer in a gated slice -> insufficient_data
     # a golden version change is compared on the cases it left unchanged; fewer than this many (or
     # than half of the PR's cases) and the run is not comparable
     min_common_cases: int = setting(10, "posint")
-    not_comparable: str = setting("pass", "choice", choices=("pass", "fail"))  # fail: block what cannot be compared
+    # what cannot be compared (no usable golden snapshot of main's cases, another project's baseline) blocks,
+    # unless main sets pass
+    not_comparable: str = setting("fail", "choice", choices=("pass", "fail"))
+    # a case failing a per-case rule (zero tolerance) on main too: report it (a ratchet) or block on it;
+    # None: the mode's default (report for pull requests and merge queues, block for release verification)
+    known_failures: str | None = setting(None, "choice", choices=("report", "block"))
 
 
 @dataclass(frozen=True)
 class ChecksConfig:
-    units: tuple[str, ...] | None = setting(None, "strs", check=resolve_units)  # None: built-in vi + en units
+    # None: built-in vi + en units; a name restricts to it; {name, words} adds a unit
+    units: tuple[str | Unit, ...] | None = setting(None, "units", check=resolve_units)
     # None: built-in phrases that mean "the documents do not say"
     refusal_markers: tuple[str, ...] | None = setting(None, "strs", check=validate_refusal_markers)
 
@@ -140,12 +147,16 @@ class GoldenChecksConfig:
     # a source section's numbers changed, a case expecting them did not
     policy_drift: str = setting("block", "choice", choices=("block", "warn", "off"))
     min_cases_per_section: int = setting(2, "nonnegint")     # coverage: sections with fewer cases are listed
+    # an expected section no corpus file has: fail (the run stops) or skip (left out of the case's metrics, counted)
+    missing_sections: str = setting("fail", "choice", choices=("fail", "skip"))
 
 
 @dataclass(frozen=True)
 class ReportConfig:
     max_cases: int = setting(25, "posint")                   # pass→fail cases shown in full before "…and N more"
     title: str = setting("RAG eval gate", "str")
+    # main's trend: earlier baselines each baseline carries (0: none), drawn in the comment and the HTML
+    history: int = setting(30, "nonnegint", bounds=(0, 1000))
 
 
 @dataclass(frozen=True)
@@ -157,10 +168,20 @@ class AttributionConfig:
 
 
 @dataclass(frozen=True)
+class RunConfig:
+    # `rageval run` exits 1 when more than this share of cases errored (the app crashed, a model failed):
+    # a run that measured almost nothing is not a result
+    max_error_rate: float = setting(0.5, "rate")
+
+
+@dataclass(frozen=True)
 class Config:
     path: Path                            # the config file itself
     golden: Path
     corpus: str                           # path or glob, resolved against the config's folder
+    # the language answers are expected in: the offline generator's decline, how the report words things;
+    # auto: detected from the corpus (rageval.text.detect_language)
+    language: str = setting("auto", "choice", choices=("auto", *LANGUAGES))
     app: AppConfig = field(default_factory=AppConfig)
     chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
@@ -173,16 +194,15 @@ class Config:
     golden_checks: GoldenChecksConfig = field(default_factory=GoldenChecksConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
     attribution: AttributionConfig = field(default_factory=AttributionConfig)
+    run: RunConfig = field(default_factory=RunConfig)
 
     @property
     def root(self) -> Path:
         return self.path.parent
 
     def metric_names(self) -> list[str]:
-        """The retrieval metric set this config produces, in report order."""
-        names = [f"{fam}@{k}" for fam in ("hit", "recall", "mrr", "ndcg") for k in self.retrieval.k]
-        names += [f"{fam}@{b}tok" for fam in ("hit", "recall", "mrr", "ndcg") for b in self.retrieval.token_budgets]
-        return names
+        """The retrieval metric set this config produces, in report order (rageval.metrics.registry)."""
+        return retrieval_metric_names(self.retrieval.k, self.retrieval.token_budgets)
 
     def to_dict(self) -> dict[str, Any]:
         """The resolved config as plain JSON: paths relative to the config folder, no secrets
@@ -222,12 +242,25 @@ def _plain(value: Any, root: Path) -> Any:
     return value
 
 
+def flatten(config: Any, prefix: str = "") -> dict[str, Any]:
+    """``{"chunking": {"size": 200}}`` -> ``{"chunking.size": 200}``; lists are leaf values."""
+    out: dict[str, Any] = {}
+    if isinstance(config, Mapping) and (config or not prefix):
+        for key, value in config.items():
+            out.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+    else:
+        out[prefix] = config
+    return out
+
+
 @functools.cache
 def default_values() -> dict[str, Any]:
-    """Every section key's default as the resolved config JSON writes it (``chunking.size`` → 200),
-    so a key an older rageval did not write can be told from one a PR changed."""
+    """Every key's default as the resolved config JSON writes it (``chunking.size`` → 200,
+    ``language`` → auto), so a key an older rageval did not write can be told from one a PR changed."""
     out: dict[str, Any] = {}
     for f in fields(Config):
+        if f.default is not MISSING:
+            out[f.name] = f.default
         if f.default_factory is MISSING:
             continue
         for key, value in _plain(asdict(f.default_factory()), Path(".")).items():
@@ -235,8 +268,8 @@ def default_values() -> dict[str, Any]:
     return out
 
 
-def new_at_default(change: Mapping[str, Any]) -> bool:
-    """Whether a config-diff row (``{key, before, after}``) is a key an older rageval did not write
-    that is at its default now: no change a PR made."""
+def new_at_default(key: str, before: Any, after: Any) -> bool:
+    """Whether a config-diff row (``key``: ``before`` → ``after``) is a key an older rageval did not
+    write that is at its default now: no change a PR made."""
     defaults = default_values()
-    return change["before"] is None and change["key"] in defaults and defaults[change["key"]] == change["after"]
+    return before is None and key in defaults and defaults[key] == after

@@ -7,8 +7,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rageval.cost import Cost
 from rageval.metrics.aggregate import summarize
-from rageval.results import CaseResult, CheckResult, Cost, GoldenInfo, Noise, RunResult
+from rageval.records import CaseResult, CheckResult
+from rageval.results import GoldenInfo, Noise, RunResult
 
 RETRIEVAL = ("hit@1", "hit@3", "recall@3", "mrr@5")
 GOLDEN_SHA = "9f86d081884c7d659a2feaa0c55ad015"

@@ -500,6 +500,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _op_actions_list_artifacts_for_repo(self, entry: LoggedRequest, params: dict) -> _Response:
         name = entry.query.get("name", [None])[0]
         arts = [a for a in self.fake.artifacts if name is None or a["name"] == name]
+        arts.sort(key=lambda a: (a["created_at"] or "", a["id"]), reverse=True)   # GitHub: newest first
         return self._page(entry, arts, lambda items, total: {"total_count": total, "artifacts": items})
 
     def _op_actions_list_workflow_run_artifacts(self, entry: LoggedRequest, params: dict) -> _Response:

@@ -14,7 +14,12 @@ many requests are in flight at once, and injects faults from a queue consumed in
 Answers: ``responder(request_json) -> str`` if given, else the first rule whose substring occurs
 in the last user message, else ``"echo: <last user message>"``. A responder (or rule) may answer
 ``Refusal("…")`` instead of a string: the message then has ``content: null`` and that
-``refusal`` text, as OpenAI sends a model's refusal. Embeddings are deterministic unit
+``refusal`` text, as OpenAI sends a model's refusal; or ``ToolCall(name, arguments)``: ``content:
+null`` and one ``tool_calls`` entry, as a model that called a tool answers; or ``Raw(body)``: that
+body sent as is with status 200 (bytes, or JSON). ``usage=False`` leaves ``usage`` out of every
+chat and embedding body (as many local servers and gateways do); ``served`` maps a requested model
+to the name the response's ``model`` field says served it (as an alias resolves to a dated
+snapshot). Embeddings are deterministic unit
 vectors derived from sha256(model, text), ``dim`` long; ``encoding_format: base64`` is honoured
 the way OpenAI does it (little-endian float32).
 """
@@ -93,6 +98,21 @@ class Refusal:
 
 
 @dataclass(frozen=True)
+class ToolCall:
+    """A chat answer that calls a tool: ``content: null`` and one ``tool_calls`` entry."""
+
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class Raw:
+    """A chat answer sent exactly as given, status 200: bytes as they are, anything else as JSON."""
+
+    body: Any
+
+
+@dataclass(frozen=True)
 class RecordedRequest:
     path: str
     endpoint: str | None
@@ -142,14 +162,16 @@ class OpenAIServer:
         rules: Iterable[tuple[str, str]] = (),
         dim: int = 8,
         latency_s: float = 0.0,
-        usage: tuple[int, int] | None = None,
+        usage: tuple[int, int] | None | bool = None,
         require_api_key: str | None = None,
+        served: dict[str, str] | None = None,
     ) -> None:
         self.responder = responder
         self.rules = list(rules)
         self.dim = dim
         self.latency_s = min(latency_s, MAX_FAULT_DELAY_S)   # every request sleeps this long
-        self.usage = usage                                    # fixed (prompt, completion) tokens for chat
+        self.usage = usage                                    # fixed (prompt, completion) tokens for chat; False: none
+        self.served = dict(served or {})                      # requested model -> the model the response names
         self.require_api_key = require_api_key                # 401 unless "Bearer <key>" is sent
         self.faults: list[Fault] = []
         self.requests: list[RecordedRequest] = []
@@ -224,7 +246,7 @@ class OpenAIServer:
                     return fault
         return None
 
-    def answer_for(self, body: dict[str, Any]) -> str | Refusal:
+    def answer_for(self, body: dict[str, Any]) -> str | Refusal | ToolCall | Raw:
         if self.responder is not None:
             return self.responder(body)
         last = _last_user_message(body.get("messages"))
@@ -320,28 +342,37 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(400, "'messages' must be a non-empty array", "invalid_request_error", param="messages")
             return
         answer = state.answer_for(body)
+        if isinstance(answer, Raw):
+            data = answer.body if isinstance(answer.body, bytes) else json.dumps(answer.body).encode()
+            self._send(200, data, "application/json")
+            return
         refusal = answer.text if isinstance(answer, Refusal) else None
-        content = None if refusal is not None else answer
-        if state.usage is not None:
+        content = None if refusal is not None or isinstance(answer, ToolCall) else answer
+        if isinstance(state.usage, tuple):
             prompt_tokens, completion_tokens = state.usage
         else:
             prompt_tokens = sum(_count_tokens(m.get("content") or "") for m in messages
                                 if isinstance(m, dict) and isinstance(m.get("content"), str))
             completion_tokens = _count_tokens(content or refusal or "")
         digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:24]
-        self._json(200, {
+        message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": refusal}
+        if isinstance(answer, ToolCall):
+            message["tool_calls"] = [{"id": f"call_{digest[:8]}", "type": "function",
+                                      "function": {"name": answer.name, "arguments": answer.arguments}}]
+        payload = {
             "id": f"chatcmpl-{digest}",
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": model,
+            "model": state.served.get(model, model),
             "system_fingerprint": "fp_test",
-            "choices": [{"index": 0,
-                         "message": {"role": "assistant", "content": content, "refusal": refusal},
-                         "logprobs": None,
-                         "finish_reason": "stop"}],
+            "choices": [{"index": 0, "message": message, "logprobs": None,
+                         "finish_reason": "tool_calls" if isinstance(answer, ToolCall) else "stop"}],
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                       "total_tokens": prompt_tokens + completion_tokens},
-        })
+        }
+        if state.usage is False:
+            del payload["usage"]
+        self._json(200, payload)
 
     def _embeddings(self, body: dict[str, Any], model: str) -> None:
         state = self.server_state
@@ -360,8 +391,11 @@ class _Handler(BaseHTTPRequestHandler):
             emb: Any = base64.b64encode(struct.pack(f"<{dim}f", *vec)).decode() if base64_out else vec
             data.append({"object": "embedding", "index": i, "embedding": emb})
         tokens = sum(_count_tokens(t) for t in texts)
-        self._json(200, {"object": "list", "data": data, "model": model,
-                         "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+        payload = {"object": "list", "data": data, "model": model,
+                   "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+        if state.usage is False:
+            del payload["usage"]
+        self._json(200, payload)
 
     # --- wire ------------------------------------------------------------------------------
     def _error(self, status: int, message: str, kind: str, *, param: str | None = None, code: str | None = None,

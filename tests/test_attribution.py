@@ -4,33 +4,30 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 from builders import case, run
-from conftest import ROOT
+from conftest import DEMO, ROOT
 
 from rageval import attribution
 from rageval.config import load_config
+from rageval.files import Reader
 from rageval.gate import ablation
-from rageval.gate.decide import evaluate
+from rageval.gate.decide import verdict_on
 from rageval.golden.corpus import load_corpus
 from rageval.results import load_result
 from rageval.settings import GateConfig
 
-DEMO = ROOT / "examples" / "banhang"
-
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory) -> Path:
+def project(tmp_path_factory, copy_demo) -> Path:
     """The demo with main's baseline of the pr subset."""
     from rageval.cli import main
 
-    root = tmp_path_factory.mktemp("attribution") / "banhang"
-    shutil.copytree(DEMO, root, ignore=shutil.ignore_patterns(".rageval-cache"))
+    root = copy_demo(tmp_path_factory.mktemp("attribution") / "banhang")
     assert main(["baseline", "--config", str(root / "rageval.yml"), "--subset", "pr", "--repeats", "1",
                  "--out", str(root / "baseline.json")]) == 0
     return root
@@ -55,7 +52,7 @@ def gate(run_cli, project: Path, config: Path) -> tuple[int, str, dict]:
 
 
 def metric(verdict: dict, name: str) -> ablation.MetricAttribution:
-    found = ablation.from_dict(verdict["attribution"]).for_metric(name)
+    found = ablation.Attribution.from_dict(verdict["attribution"], "attribution", Reader("verdict")).for_metric(name)
     assert found is not None, verdict["attribution"]
     return found
 
@@ -68,9 +65,9 @@ def test_the_seed_incident_names_chunk_size_as_the_cause_of_the_mrr_drop(project
     assert mrr.cause.alone < mrr.whole < 0 and abs(mrr.cause.left_when_reverted) < 0.01
     assert verdict["attribution"]["knobs"] == ["chunking.size 200→800", "embedding.dim 2048→1024"]
     assert verdict["attribution"]["runs"] == 2 and verdict["attribution"]["model_calls"] == 0
-    assert "↳ mrr@5 −0.04: chunking.size 200→800 causes most of it (−0.08 alone; reverting it leaves 0.00)" in stdout
+    assert "↳ mrr@5 −0.04: chunking.size 200→800 causes most of it (−0.06 alone; reverting it leaves 0.00)" in stdout
     comment = (project / "report.md").read_text(encoding="utf-8")
-    assert "chunking.size 200→800 causes most of it (−0.08 alone; reverting it leaves 0.00)" in comment
+    assert "chunking.size 200→800 causes most of it (−0.06 alone; reverting it leaves 0.00)" in comment
     assert "Attribution: 2 extra runs" in comment and "0 model calls" in comment
 
 
@@ -145,9 +142,8 @@ def test_config_knobs_leave_out_what_changes_no_answer():
     assert [k.name for k in attribution.config_knobs(before, after, 4)] == ["chunking.size"]
 
 
-def test_an_edited_corpus_file_is_a_knob_reverted_from_the_baselines_commit(tmp_path, run_cli):
-    repo = tmp_path / "repo"
-    shutil.copytree(DEMO, repo, ignore=shutil.ignore_patterns(".rageval-cache"))
+def test_an_edited_corpus_file_is_a_knob_reverted_from_the_baselines_commit(tmp_path, run_cli, copy_demo):
+    repo = copy_demo(tmp_path / "repo")
     git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
     subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
     subprocess.run([*git, "add", "."], cwd=repo, check=True)
@@ -170,4 +166,62 @@ def test_an_edited_corpus_file_is_a_knob_reverted_from_the_baselines_commit(tmp_
 
 def test_evaluate_is_unchanged_by_attribution():
     before, after = run([case("q1")]), run([case("q1", rank=3)])
-    assert "attribution" not in evaluate(before, after, GateConfig()).to_dict()
+    assert "attribution" not in verdict_on(before, after, GateConfig()).to_dict()
+
+
+# --- the baseline's recorded config is validated like any config (issue 18) -----------------------
+
+def edited_baseline(project: Path, name: str, change) -> Path:
+    data = json.loads((project / "baseline.json").read_text(encoding="utf-8"))
+    change(data["config"])
+    path = project / name
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("change", "problem"), [
+    (lambda c: c["chunking"].update(window=3), "unknown key 'chunking.window'"),
+    (lambda c: c["chunking"].update(overlap=300), "chunking.overlap (300) must be smaller than chunking.size (200)"),
+    (lambda c: c["chunking"].update(size="200"), "'chunking.size' must be an integer ≥ 1, got '200'"),
+], ids=["unknown-key", "overlap-past-size", "string-size"])
+def test_a_baseline_config_this_rageval_cannot_read_leaves_the_verdict_and_says_why(project, run_cli, change, problem):
+    """A baseline from another rageval version: the gate still blocks (fail closed); attribution is
+    not available and names the file, the key and the problem (it was a traceback, exit 3)."""
+    baseline = edited_baseline(project, f"baseline-{problem[:12].strip()}.json", change)
+    out = project / "verdict-bad-baseline.json"
+    code, _, err = run_cli("gate", "--config", DEMO / "rageval-800.yml", "--subset", "pr", "--baseline", baseline,
+                                "--out", out)
+    assert code == 1, err
+    found = json.loads(out.read_text(encoding="utf-8"))["attribution"]
+    assert found["status"] == "not_available"
+    assert found["why"].startswith("the baseline's recorded config does not validate with this rageval "
+                                   f"(`config` in {baseline}: ")
+    assert found["why"].endswith("re-create the baseline with this version to attribute against it")
+    assert problem in found["why"] and "Traceback" not in err
+
+
+def test_knobs_whose_mix_does_not_validate_say_so_instead_of_running(project, run_cli):
+    """Valid alone, invalid mixed: the PR's chunk size 800 with overlap 300, and main's size 200 put back."""
+    config = pr_config(project, "overlap-300.yml", chunking={"size": 800, "overlap": 300})
+    code, _, verdict = gate(run_cli, project, config)
+    assert code == 1
+    found = verdict["attribution"]
+    assert found["status"] == "not_available"
+    assert "chunking.overlap (300) must be smaller than chunking.size (200)" in found["why"]
+    assert "chunking.size set back to the baseline's" in found["why"]
+
+
+@pytest.mark.parametrize("name", ["rageval.yml", "rageval-800.yml", "rageval-openai.yml"])
+def test_a_resolved_config_validates_back_to_the_same_config(name, monkeypatch):
+    """What a baseline records (Config.to_dict) reads back as the same Config: the validation of the
+    baseline's config refuses nothing this rageval wrote."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    cfg = load_config(DEMO / name)
+    assert attribution.recorded_config(cfg.to_dict(), cfg.path, "x") == cfg
+
+
+@pytest.mark.parametrize("name", ["runresult.json", "candidate.json"])
+def test_a_baseline_written_by_release_0_1_0_still_validates(name, tmp_path):
+    result = load_result(ROOT / "tests" / "data" / "release-0.1.0" / name)
+    cfg = attribution.recorded_config(result.config, tmp_path / "rageval.yml", "x")
+    assert cfg.chunking.size == result.config["chunking"]["size"] and cfg.golden == tmp_path / "golden.json"

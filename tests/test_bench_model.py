@@ -15,8 +15,8 @@ from rageval.config import load_config
 from rageval.golden.corpus import load_corpus
 from rageval.golden.set import load_golden
 from rageval.metrics.numbers import check_numbers
-from rageval.metrics.rules import check_must_include, check_must_not_include, check_refusal
-from rageval.pipeline.runner import RULE_CHECKS
+from rageval.metrics.registry import rule_check_names
+from rageval.metrics.rules import check_phrases, check_refusal
 
 N_CASES = 4
 
@@ -53,9 +53,10 @@ def failing_rules(inputs):
             continue
         answer = answers[case.id]
         checks = [check_numbers(answer, case.expected_answer, corpus.text_of(case.expected_sections), cfg.checks.units),
-                  check_must_include(answer, case.must_include), check_must_not_include(answer, case.must_not_include),
+                  check_phrases(answer, case.must_include, "must_include"),
+                  check_phrases(answer, case.must_not_include, "must_not_include", inverse=True),
                   check_refusal(answer, case.out_of_scope, cfg.checks.refusal_markers)]
-        assert len(checks) == len(RULE_CHECKS)
+        assert len(checks) == len(rule_check_names())
         if any(c.status == "fail" for c in checks):
             out.add(case.id)
     return out

@@ -109,7 +109,7 @@ def test_a_project_folder_is_accepted_where_a_config_file_is(run_cli, tmp_path):
 def test_defaults_come_from_the_dataclasses(tmp_path):
     from dataclasses import replace
 
-    from rageval.config import (
+    from rageval.settings import (
         AppConfig,
         ChecksConfig,
         ChunkingConfig,
@@ -139,7 +139,7 @@ def _number_keys():
 
     from rageval.config import _SECTIONS
     keys = [(f"{name}.{f.name}", f"{name}: {{{f.name}: VALUE}}\n")
-            for name, cls in _SECTIONS.items() for f in fields(cls) if f.metadata["kind"] in ("nonneg", "positive", "rate")]
+            for name, cls in _SECTIONS.items() for f in fields(cls) if f.metadata["kind"] in ("nonneg", "positive", "rate", "level")]
     keys += [("gate.rerun.margin", "gate: {rerun: {margin: VALUE}}\n"),
              ("gate.floors.pass_rate", "gate: {floors: {pass_rate: VALUE}}\n"),
              ("gate.floors.context_tokens", "gate: {floors: {context_tokens: VALUE}}\n"),
@@ -207,7 +207,9 @@ def test_a_key_given_twice_is_an_error_not_the_last_one_winning(tmp_path, run_cl
     ("llm: {timeout_s: 0}\n", r"'llm.timeout_s' must be a number > 0, got 0"),
     ("app: {timeout_s: 0}\n", r"'app.timeout_s' must be a number > 0, got 0"),
     ("gate: {errors: skip}\n", r"'gate.errors' must be one of fail, ignore"),
-    ("gate: {significance: 5.0}\n", r"'gate.significance' must be a number between 0 and 1"),
+    ("gate: {significance: 5.0}\n", r"'gate.significance' must be a number strictly between 0 and 1"),
+    ("gate: {significance: 0}\n", r"'gate.significance' must be a number strictly between 0 and 1 \(e.g. 0.05\), got 0"),
+    ("gate: {significance: 1.0}\n", r"'gate.significance' must be a number strictly between 0 and 1"),
     ("gate: {not_comparable: block}\n", r"'gate.not_comparable' must be one of pass, fail"),
     ("gate: {min_common_cases: 0}\n", r"'gate.min_common_cases' must be an integer ≥ 1"),
 ])

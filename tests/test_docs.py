@@ -4,7 +4,7 @@ import re
 
 from conftest import ROOT
 
-from rageval.metrics.retrieval import metrics_table_markdown
+from rageval.metrics.registry import metrics_table_markdown
 
 
 def test_readme_metric_table_is_generated_from_the_registry():

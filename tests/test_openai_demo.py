@@ -5,14 +5,12 @@ and the key kept out of everything."""
 
 import json
 import re
-import shutil
 
 import pytest
-from conftest import ROOT
 from openai_server import OpenAIServer
 
 from rageval.metrics.faithfulness import EXTRACT_SYSTEM, VERIFY_SYSTEM
-from rageval.pipeline.runner import RULE_CHECKS
+from rageval.metrics.registry import rule_check_names
 
 SENTINEL = "sk-SENTINEL-DEMO-KEY-42"
 ANSWER = "Khách được đổi hoặc trả hàng trong 7 ngày kể từ ngày nhận hàng (DT-1)."
@@ -35,14 +33,12 @@ def responder(body):
 
 
 def fails_rules(case):
-    return any(case["checks"][n]["status"] == "fail" for n in RULE_CHECKS)
+    return any(case["checks"][n]["status"] == "fail" for n in rule_check_names())
 
 
 @pytest.fixture
-def demo(tmp_path):
-    target = tmp_path / "banhang"
-    shutil.copytree(ROOT / "examples" / "banhang", target, ignore=shutil.ignore_patterns(".rageval-cache"))
-    return target
+def demo(tmp_path, copy_demo):
+    return copy_demo(tmp_path / "banhang")
 
 
 def test_openai_demo_calls_per_case_and_cache(demo, run_cli, monkeypatch, tmp_path):
@@ -107,11 +103,37 @@ def test_budget_cap_stops_calls_marks_the_rest_and_the_report_says_so(demo, run_
     assert code == 1                             # errors policy: fail
 
 
+def test_a_server_without_usage_is_charged_an_estimate_the_cap_holds_and_the_report_says_so(demo, run_cli,
+                                                                                          monkeypatch, tmp_path):
+    """Issue 21 §3: 70 calls and $0.10 of real spend got through a $0.02 cap when the server sent no
+    usage (each call counted $0). Now the estimate is charged: the cap stops the run early."""
+    cfg = demo / "rageval-openai.yml"
+    text = cfg.read_text(encoding="utf-8").replace("max_cost_usd: 2.00", "max_cost_usd: 0.02").replace(
+        "gpt-4o-mini: {prompt: 0.15, completion: 0.60}", "gpt-4o-mini: {prompt: 30.0, completion: 30.0}")
+    text = text.replace("app: {type: builtin, concurrency: 4}", "app: {type: builtin, concurrency: 1}")
+    cfg.write_text(text, encoding="utf-8")
+    monkeypatch.setenv("OPENAI_API_KEY", SENTINEL)
+    with OpenAIServer(responder=responder, usage=False) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        report, out = tmp_path / "report.md", tmp_path / "v.json"
+        code, _, _ = run_cli("run", "--config", cfg, "--subset", "pr", "--out", out)
+        calls = server.calls["chat"]
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert 1 <= calls < 20 and result["cost"]["calls_total"] == calls       # every call counted, stopped early
+    assert result["cost"]["estimated_calls"] == calls and result["cost"]["usd"] >= 0.02
+    with OpenAIServer(responder=responder, usage=False) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        run_cli("gate", "--config", cfg, "--subset", "pr", "--report-md", report, "--out", tmp_path / "g.json")
+    assert "**Estimated cost:** the endpoint sent no token counts for" in report.read_text(encoding="utf-8")
+
+
 def test_persistent_500_makes_those_cases_errors_and_the_run_completes(demo, run_cli, monkeypatch, tmp_path):
     from openai_server import Fault
 
     cfg = demo / "rageval-openai.yml"
     text = cfg.read_text(encoding="utf-8").replace("judge: {model: gpt-4o, faithfulness: true}", "judge: {model: null}")
+    # without a judge, a threshold on its metrics could never be checked: the config would be refused
+    text = text.replace("judge_pass: 0.85", "pass_rate: 0.0").replace("judge_pass: 0.05, faithfulness: 0.05", "pass_rate: 1.0")
     text = text.replace("max_retries: 4", "max_retries: 0").replace("app: {type: builtin, concurrency: 4}",
                                                                      "app: {type: builtin, concurrency: 1}")
     cfg.write_text(text, encoding="utf-8")
@@ -199,7 +221,7 @@ def test_a_judge_model_change_shows_judge_metrics_but_does_not_gate_them(demo, r
                                "--out", tmp_path / "verdict.json", "--report-md", tmp_path / "report.md")
     verdict = json.loads((tmp_path / "verdict.json").read_text(encoding="utf-8"))
     base = json.loads((tmp_path / "base.json").read_text(encoding="utf-8"))
-    assert base["config"]["judge"]["prompt_version"] == "2"
+    assert base["config"]["judge"]["prompt_version"] == "3"
     changed = [r for r in verdict["reasons"] if r["rule"] == "judge_changed"]
     assert len(changed) == 1 and changed[0]["blocking"] is False
     assert "gpt-4o" in changed[0]["message"] and "gpt-4.1" in changed[0]["message"]

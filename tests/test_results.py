@@ -10,13 +10,15 @@ import copy
 import hashlib
 import json
 import math
+import os
 from pathlib import Path
 
 import pytest
 from builders import case, run
 
+from rageval import files
 from rageval.errors import BaselineError, ResultError
-from rageval.files import read_json, to_json, write_json
+from rageval.files import to_json, write_json
 from rageval.gate.verdict import Verdict
 from rageval.results import RunResult, load_result
 
@@ -89,11 +91,23 @@ def test_a_broken_chunk_table_is_bad_input_naming_the_key(edit, message):
         RunResult.from_dict(written)
 
 
+def six_decimals(value):
+    """``value`` with every float rounded to 6 decimals (what a verdict writes since 0.2)."""
+    if isinstance(value, float):
+        return round(value, 6) + 0.0
+    if isinstance(value, dict):
+        return {k: six_decimals(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [six_decimals(v) for v in value]
+    return value
+
+
 def test_the_verdict_of_the_release_loads_with_the_same_keys():
     data = json.loads((RELEASE / "verdict.json").read_text(encoding="utf-8"))
-    verdict = Verdict.from_dict(data)
-    assert verdict.to_dict() == data
-    assert verdict.verdict == "fail" and verdict.pass_to_fail == ("q01", "q03")
+    verdict = Verdict.read(data)
+    # the same keys and values, written to 6 decimals, plus the keys added since with their empty values
+    assert verdict.to_dict() == {**six_decimals(data), "known_failures": []}
+    assert verdict.verdict == "fail" and verdict.pass_to_fail == ("q01", "q03") and verdict.policy is None
 
 
 def release() -> dict:
@@ -198,7 +212,7 @@ def test_records_round_trip():
 
 @pytest.mark.parametrize(("key", "value", "message"), [
     ("metrics", "oops", r"metrics: expected a list"),
-    ("verdict", "maybe", r"verdict: expected 'pass' or 'fail'"),
+    ("verdict", "maybe", r"verdict: expected one of pass, fail, got 'maybe'"),
     ("state", "bad", r"state: expected one of pass, fail"),
     ("reasons", [{"rule": "floor", "message": 1, "blocking": True}], r"reasons\[0\]\.message: expected a string"),
     ("pass_to_fail", [1], r"pass_to_fail\[0\]: expected a string"),
@@ -207,12 +221,76 @@ def test_a_verdict_with_wrong_types_is_refused_naming_the_key(key, value, messag
     data = json.loads((RELEASE / "verdict.json").read_text(encoding="utf-8"))
     data[key] = value
     with pytest.raises(ResultError, match=r"^verdict\.json: " + message):
-        Verdict.from_dict(data, "verdict.json")
+        Verdict.read(data, "verdict.json")
 
 
 def test_rows_of_a_verdict_need_numbers_where_numbers_belong():
     data = json.loads((RELEASE / "verdict.json").read_text(encoding="utf-8"))
     data["metrics"][0]["candidate"] = "high"
     with pytest.raises(ResultError, match=r"metrics\[0\]\.candidate: expected a finite number or null"):
-        Verdict.from_dict(data, "verdict.json")
-    assert read_json(RELEASE / "verdict.json", what="verdict")["verdict"] == "fail"
+        Verdict.read(data, "verdict.json")
+    assert Verdict.from_json((RELEASE / "verdict.json").read_bytes(), "verdict.json").verdict == "fail"
+
+
+# --- one strict entry: RunResult.from_json and Verdict.from_json -------------------------------
+
+def test_from_json_reads_bytes_as_strictly_as_a_file():
+    data = (RELEASE / "runresult.json").read_bytes()
+    assert RunResult.from_json(data, "artifact member") == load_result(RELEASE / "runresult.json")
+    twice = data.replace(b'"git_sha":', b'"git_sha": "evil", "git_sha":', 1)
+    with pytest.raises(BaselineError, match=r"^member x: line \d+: key 'git_sha' appears twice"):
+        RunResult.from_json(twice, "member x", error=BaselineError)
+    with pytest.raises(ResultError, match=r"^m: line 1: nested more than 64 levels deep"):
+        RunResult.from_json(b"[" * 100_000 + b"]" * 100_000, "m")
+    with pytest.raises(ResultError, match=r"^m: not UTF-8"):
+        RunResult.from_json(data.replace(b"Mua", b"M\xffa", 1), "m")
+
+
+def test_a_result_remembers_where_it_was_read_from_without_writing_it():
+    result = load_result(RELEASE / "runresult.json")
+    assert result.source == str(RELEASE / "runresult.json")
+    assert "source" not in result.to_dict() and RunResult.from_json(to_json(result.to_dict()).encode(), "b") == result
+
+
+def test_a_results_file_over_the_size_bound_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    sparse = tmp_path / "huge.json"
+    with open(sparse, "wb") as fh:          # 512 MiB + 1 byte of nothing: refused from its size alone
+        fh.truncate(files.MAX_RESULT_BYTES + 1)
+    with pytest.raises(ResultError, match=r"huge\.json: more than 536,870,912 bytes"):
+        load_result(sparse)
+    monkeypatch.setattr(files, "MAX_RESULT_BYTES", 1000)
+    data = (RELEASE / "runresult.json").read_bytes()
+    assert len(data) > 1000
+    with pytest.raises(BaselineError, match=r"^member: more than 1,000 bytes"):
+        RunResult.from_json(data, "member", error=BaselineError)
+    with pytest.raises(ResultError, match=r"verdict\.json: more than 1,000 bytes"):
+        Verdict.from_json(data, "verdict.json")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder", "link-to-dev-null"])
+def test_a_results_path_that_is_no_regular_file_is_refused_without_waiting(tmp_path, kind):
+    path = tmp_path / "base.json"
+    if kind == "fifo":
+        os.mkfifo(path)                      # nobody writes: reading would wait forever
+    elif kind == "folder":
+        path.mkdir()
+    else:
+        path.symlink_to("/dev/null")
+    expected = {"fifo": "a pipe", "folder": "a folder", "link-to-dev-null": "a character device"}[kind]
+    with pytest.raises(ResultError, match=rf"base\.json: not a regular file but {expected}"):
+        load_result(path)
+
+
+def test_a_symlink_to_a_results_file_is_followed(tmp_path):
+    link = tmp_path / "latest.json"
+    link.symlink_to(RELEASE / "runresult.json")
+    assert load_result(link).git_sha == load_result(RELEASE / "runresult.json").git_sha
+
+
+def test_verdict_from_json_is_the_strict_entry_for_verdict_files():
+    data = (RELEASE / "verdict.json").read_bytes()
+    assert Verdict.from_json(data, "verdict.json") == Verdict.read(json.loads(data), "verdict.json")
+    with pytest.raises(ResultError, match=r"^verdict\.json: line \d+: key 'verdict' appears twice"):
+        Verdict.from_json(data.replace(b'"verdict":', b'"verdict": "pass", "verdict":', 1), "verdict.json")
+    with pytest.raises(ResultError, match=r"^verdict\.json: line \d+: NaN is not a finite number"):
+        Verdict.from_json(data.replace(b'"comparable": true', b'"comparable": NaN', 1), "verdict.json")

@@ -3,16 +3,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from rageval.gate.format import fmt_delta
-from rageval.gate.verdict import Reason
+from rageval.records import Record
 
 
 @dataclass(frozen=True)
-class Effect:
+class Effect(Record):
     """One knob's effect on one metric: its Δ applied alone to the baseline's config, and the Δ
     that is left when it alone is reverted in the PR's config."""
 
@@ -20,22 +18,15 @@ class Effect:
     alone: float | None
     left_when_reverted: float | None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"knob": self.knob, "alone": self.alone, "left_when_reverted": self.left_when_reverted}
-
 
 @dataclass(frozen=True)
-class MetricAttribution:
+class MetricAttribution(Record):
     """A blocking metric's whole Δ (the PR vs the baseline, on the compared cases) and each knob's part."""
 
     metric: str
     whole: float | None
     effects: tuple[Effect, ...]
     interaction: str | None = None          # plain words when the effects alone do not add up
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"metric": self.metric, "whole": self.whole, "effects": [e.to_dict() for e in self.effects],
-                "interaction": self.interaction}
 
     @property
     def cause(self) -> Effect | None:
@@ -58,7 +49,7 @@ class MetricAttribution:
 
 
 @dataclass(frozen=True)
-class Attribution:
+class Attribution(Record):
     """What ablation found, or why it did not run; with the extra runs' count, time and model calls."""
 
     status: str                              # attributed | one_knob | not_available
@@ -71,35 +62,6 @@ class Attribution:
 
     def for_metric(self, metric: str | None) -> MetricAttribution | None:
         return next((m for m in self.metrics if m.metric == metric), None)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"status": self.status, "why": self.why, "knobs": list(self.knobs),
-                "metrics": [m.to_dict() for m in self.metrics], "runs": self.runs,
-                "seconds": round(self.seconds, 3), "model_calls": self.model_calls}
-
-
-def lines_under(attribution: Attribution | None, reasons: Sequence[Reason]) -> list[list[str]]:
-    """The attribution lines to show under each of ``reasons``: a blocking reason's metric's lines,
-    under the first reason about that metric only."""
-    out: list[list[str]] = []
-    shown: set[str] = set()
-    for reason in reasons:
-        metric = reason.moved_metric
-        part = attribution.for_metric(metric) if attribution and reason.blocking and metric not in shown else None
-        if part is not None:
-            shown.add(part.metric)
-        out.append(part.lines() if part is not None else [])
-    return out
-
-
-def from_dict(data: Mapping[str, Any]) -> Attribution:
-    """The record from a verdict's ``attribution`` (as ``Attribution.to_dict`` wrote it)."""
-    metrics = tuple(MetricAttribution(m["metric"], m.get("whole"),
-                                      tuple(Effect(e["knob"], e.get("alone"), e.get("left_when_reverted"))
-                                            for e in m.get("effects") or ()), m.get("interaction"))
-                    for m in data.get("metrics") or ())
-    return Attribution(data.get("status", ""), data.get("why", ""), tuple(data.get("knobs") or ()), metrics,
-                       int(data.get("runs") or 0), float(data.get("seconds") or 0.0), int(data.get("model_calls") or 0))
 
 
 def footer(attribution: Attribution) -> str:

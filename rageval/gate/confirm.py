@@ -21,30 +21,30 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from rageval.gate.thresholds import EPS, Check, Context, RerunFn, aggregate_checks
+from rageval.gate.thresholds import EPS, Context, RerunFn, ThresholdResult, threshold_results
 from rageval.gate.verdict import Reason
 from rageval.results import RunResult
 
 
-def aggregate_with_reruns(ctx: Context, rerun: RerunFn | None) -> tuple[list[RunResult], list[Check], list[Reason]]:
+def aggregate_with_reruns(ctx: Context, rerun: RerunFn | None) -> tuple[list[RunResult], list[ThresholdResult], list[Reason]]:
     """The aggregate decisions, re-running the whole subset while a blocking decision sits
     within ``rerun.margin`` of its threshold. Returns (candidate and re-runs, checks, notes)."""
     cfg = ctx.cfg
     runs: list[RunResult] = [ctx.candidate]
     while True:
-        checks, notes = aggregate_checks(ctx, runs)
+        checks, notes = threshold_results(ctx, runs)
         near = [c for c in checks if c.blocking and c.rerunnable and c.breach <= cfg.rerun.margin + EPS]
         if not near or rerun is None or len(runs) - 1 >= cfg.rerun.times:
             return runs, checks, notes
         runs.append(rerun(None))
 
 
-def rerun_values(runs: Sequence[RunResult], checks: Sequence[Check]) -> dict[str, list[float | None]]:
+def rerun_values(runs: Sequence[RunResult], checks: Sequence[ThresholdResult]) -> dict[str, tuple[float | None, ...]]:
     """Per gated metric (slice metrics keyed ``type=injection:judge_pass``), its value in each run;
     empty when there was no full re-run."""
     if len(runs) < 2:
         return {}
-    return {c.key: [r.summary.value(c.metric, c.slice) for r in runs] for c in checks}
+    return {c.key: tuple(r.summary.value(c.metric, c.slice) for r in runs) for c in checks}
 
 
 @dataclass(frozen=True)

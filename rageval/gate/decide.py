@@ -2,10 +2,10 @@
 
 ``decide(cfg, baseline, candidate, expected=…)`` is what `rageval gate` and the Action call: it
 completes the candidate (a golden case it lacks is a failing case), narrows main's baseline to the
-PR's cases, and calls ``evaluate``, then adds the golden set's own rules
+PR's cases, and calls ``verdict_on``, then adds the golden set's own rules
 (``rageval.gate.golden_rules``: version discipline, policy drift, leaks).
 
-``evaluate(baseline, candidate, cfg, rerun=None) -> Verdict`` first re-derives every case verdict
+``verdict_on(baseline, candidate, cfg, rerun=None) -> Verdict`` first re-derives every case verdict
 from its checks and every summary from the cases (nothing a results file claims is trusted), then
 applies, in this order:
 
@@ -32,90 +32,26 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from rageval.config import Config, GateConfig, SliceGate
 from rageval.gate import confirm, stats, tables
-from rageval.gate.compare import Comparison, compare
-from rageval.gate.golden_rules import with_golden_checks
+from rageval.gate.cases import case_diff, case_reasons, known_reason, split_known, zero_tolerance
+from rageval.gate.compare import Comparison, case_contents, check_noise, compare
+from rageval.gate.golden_rules import with_golden_rules
+from rageval.gate.policy import PolicyReport
+from rageval.gate.policy import effective as effective_policy
 from rageval.gate.thresholds import Context, RerunFn, pipeline_of
-from rageval.gate.verdict import Reason, Verdict, freeze
+from rageval.gate.verdict import ConfigChange, GoldenReport, RankDrop, Reason, Reruns, Statistics, Verdict
 from rageval.golden.set import Case
 from rageval.metrics.aggregate import recomputed, summarize
-from rageval.results import CaseResult, CheckResult, RunResult
-
-MAX_IDS_IN_MESSAGE = 10
-
-MSG_ERRORS = "{n} case{s} errored: {ids} (gate.errors: {policy})"
-MSG_MISSING = "{ids} passed in the baseline and {verb} missing in the candidate"
-MSG_ZT_HOLDOUT = "{check}: {n} holdout case{s} fail{v} the rule (details hidden)"
+from rageval.metrics.registry import metrics_fed_by
+from rageval.records import CaseResult, CheckResult
+from rageval.results import RunResult
+from rageval.settings import Config, GateConfig, SliceGate, flatten
 
 
-# --- small helpers ---------------------------------------------------------------------------
-
-def id_list(ids: Sequence[str], hidden: int = 0) -> str:
-    """``q1, q2 and 3 more and 1 holdout case``: at most MAX_IDS_IN_MESSAGE ids by name."""
-    shown = list(ids[:MAX_IDS_IN_MESSAGE])
-    text = ", ".join(shown)
-    if len(ids) > len(shown):
-        text += f" and {len(ids) - len(shown)} more"
-    if hidden:
-        text += (" and " if text else "") + f"{hidden} holdout case{'s' if hidden != 1 else ''}"
-    return text
-
-
-def flatten(config: Any, prefix: str = "") -> dict[str, Any]:
-    """``{"chunking": {"size": 200}}`` -> ``{"chunking.size": 200}``; lists are leaf values."""
-    out: dict[str, Any] = {}
-    if isinstance(config, Mapping) and (config or not prefix):
-        for key, value in config.items():
-            out.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
-    else:
-        out[prefix] = config
-    return out
-
-
-def config_diff(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> list[dict[str, Any]]:
-    """Dotted keys whose values differ, sorted: ``[{key, before, after}]`` (absent -> None)."""
+def config_diff(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> list[ConfigChange]:
+    """Dotted keys whose values differ, sorted (absent -> None)."""
     a, b = flatten(before or {}), flatten(after or {})
-    return [{"key": k, "before": a.get(k), "after": b.get(k)}
-            for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
-
-
-def _rank_worse(before: int | None, after: int | None) -> bool:
-    """None means "not retrieved", worse than any rank."""
-    if after is None:
-        return before is not None
-    return before is not None and after > before
-
-
-# --- case decisions --------------------------------------------------------------------------
-
-def _numbers_message(check_name: str, case_id: str, case: CaseResult) -> str:
-    check = case.checks[check_name]
-    parts = []
-    if check.details.get("missing"):
-        parts.append("missing " + ", ".join(str(x) for x in check.details["missing"]))
-    if check.details.get("outside_source"):
-        parts.append("outside source " + ", ".join(str(x) for x in check.details["outside_source"]))
-    detail = "; ".join(parts) or check.reason or "failed"
-    return f"{check_name} {case_id}: {detail}"
-
-
-def case_diff(base_cases: Mapping[str, CaseResult], cand_cases: Mapping[str, CaseResult]
-              ) -> tuple[list[str], list[str], list[dict[str, Any]]]:
-    """(pass→fail ids incl. passing cases missing in the candidate, fail→pass ids, rank drops)."""
-    pass_to_fail, fail_to_pass, rank_drops = [], [], []
-    for case_id, before in base_cases.items():
-        after = cand_cases.get(case_id)
-        if before.passed is True and (after is None or after.passed is False):
-            pass_to_fail.append(case_id)
-        elif before.passed is False and after is not None and after.passed is True:
-            fail_to_pass.append(case_id)
-        if after is not None and _rank_worse(before.first_relevant_rank, after.first_relevant_rank):
-            rank_drops.append({"id": case_id, "before": before.first_relevant_rank,
-                               "after": after.first_relevant_rank})
-    order = {case_id: n for n, case_id in enumerate(cand_cases)}
-    rank_drops.sort(key=lambda r: order[r["id"]])
-    return pass_to_fail, fail_to_pass, rank_drops
+    return [ConfigChange(k, a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
 
 
 def statistics(baseline: RunResult, candidate: RunResult, cfg: GateConfig, common: list[str]
@@ -133,48 +69,7 @@ def statistics(baseline: RunResult, candidate: RunResult, cfg: GateConfig, commo
     return tests, stats.bootstrap_deltas(baseline, candidate, names, ids=common, confidence=confidence)
 
 
-def zero_tolerance(cases: Mapping[str, CaseResult], names: Sequence[str]) -> dict[str, list[str]]:
-    """Case id -> the zero-tolerance checks it fails."""
-    out: dict[str, list[str]] = {}
-    for case_id, case in cases.items():
-        failing = [n for n in names if case.status(n) == "fail"]
-        if failing:
-            out[case_id] = failing
-    return out
-
-
-def case_reasons(cfg: GateConfig, base_cases: Mapping[str, CaseResult], cand_cases: Mapping[str, CaseResult],
-                 zt: Mapping[str, list[str]], pass_to_fail: Sequence[str]) -> list[Reason]:
-    """Zero-tolerance (holdout cases counted, never described), errors, missing cases."""
-    reasons: list[Reason] = []
-    hidden: dict[str, int] = {}
-    for case_id, names in zt.items():
-        case = cand_cases[case_id]
-        for name in names:
-            if case.holdout:
-                hidden[name] = hidden.get(name, 0) + 1
-                continue
-            reasons.append(Reason("zero_tolerance", _numbers_message(name, case_id, case), True,
-                                  metric=name, case=case_id))
-    for name, n in hidden.items():
-        reasons.append(Reason("zero_tolerance", MSG_ZT_HOLDOUT.format(
-            check=name, n=n, s="s" if n != 1 else "", v="" if n != 1 else "s"), True, metric=name, value=n))
-    errored = [i for i, c in cand_cases.items() if c.error]
-    if errored:
-        shown = [i for i in errored if not cand_cases[i].holdout]
-        reasons.append(Reason("errors", MSG_ERRORS.format(
-            n=len(errored), s="s" if len(errored) != 1 else "", ids=id_list(shown, len(errored) - len(shown)),
-            policy=cfg.errors), cfg.errors == "fail", value=len(errored)))
-    missing = [i for i in pass_to_fail if i not in cand_cases]
-    if missing:
-        shown = [i for i in missing if not base_cases[i].holdout]
-        reasons.append(Reason("missing_cases", MSG_MISSING.format(
-            ids=id_list(shown, len(missing) - len(shown)), verb="are" if len(missing) != 1 else "is"),
-            True, value=len(missing)))
-    return reasons
-
-
-# --- evaluate --------------------------------------------------------------------------------
+# --- verdict_on --------------------------------------------------------------------------------
 
 def _recomputing(rerun: RerunFn | None) -> RerunFn | None:
     """Re-runs are judged like the candidate: verdicts from checks, summaries from cases."""
@@ -187,7 +82,7 @@ def _recomputing(rerun: RerunFn | None) -> RerunFn | None:
 class _PerCase:
     pass_to_fail: list[str]
     fail_to_pass: list[str]
-    rank_drops: list[dict[str, Any]]
+    rank_drops: list[RankDrop]
     tests: dict[str | None, stats.McNemar]
     bootstrap: dict[str, stats.BootstrapCI]
 
@@ -205,7 +100,7 @@ def _per_case(baseline: RunResult | None, candidate: RunResult, cmp: Comparison,
     return _PerCase(pass_to_fail, fail_to_pass, rank_drops, tests, bootstrap)
 
 
-def evaluate(baseline: RunResult | None, candidate: RunResult, cfg: GateConfig,
+def verdict_on(baseline: RunResult | None, candidate: RunResult, cfg: GateConfig,
              rerun: RerunFn | None = None) -> Verdict:
     """Apply the gate (see the module docstring) and return the Verdict. ``rerun`` re-executes
     cases with caches bypassed: ``rerun(None)`` the whole subset, ``rerun(ids)`` those cases.
@@ -215,9 +110,21 @@ def evaluate(baseline: RunResult | None, candidate: RunResult, cfg: GateConfig,
     return _evaluate(baseline, candidate, cfg, rerun, compare(baseline, candidate, cfg))
 
 
+def _own_reasons(cfg: GateConfig, baseline: RunResult | None, candidate: RunResult, own: RunResult) -> list[Reason]:
+    """Zero tolerance and errors on the cases of the PR's own golden set that main does not have as
+    they are (added, or changed): each is new, so each failure blocks."""
+    main = case_contents(candidate, snapshot=False)
+    mine = case_contents(own, snapshot=False)
+    only = {i: c for i, c in own.case_map.items() if main.get(i) != mine.get(i)}
+    reasons = case_reasons(cfg, {}, only, zero_tolerance(only, cfg.zero_tolerance), [])
+    return [replace(r, message=r.message + OWN_CASE) for r in reasons]
+
+
 def _evaluate(baseline: RunResult | None, candidate: RunResult, cfg: GateConfig, rerun: RerunFn | None,
-              cmp: Comparison) -> Verdict:
-    """:func:`evaluate` on runs already re-derived, compared as ``cmp`` says."""
+              cmp: Comparison, own: RunResult | None = None) -> Verdict:
+    """:func:`verdict_on` on runs already re-derived, compared as ``cmp`` says; ``own``: the PR's
+    own golden set's run, when ``candidate`` is the PR's pipeline on main's cases (floors, and the
+    per-case rules of the cases only the PR has, apply to it)."""
     rerun = _recomputing(rerun)
     cand_cases = candidate.case_map
     base_cases = baseline.case_map if baseline is not None else {}
@@ -226,40 +133,44 @@ def _evaluate(baseline: RunResult | None, candidate: RunResult, cfg: GateConfig,
     skip = (set(baseline.summary.metrics) & set(candidate.summary.metrics)) - cmp.metrics if baseline else set()
     ctx = Context(baseline, candidate, cfg, cmp.comparable, same_cases=same, common=list(cmp.common),
                   pipeline=pipeline_of(candidate), mcnemar_by_slice=per.tests,
-                  ci={(None, m): ci for m, ci in per.bootstrap.items()}, skip_drops=frozenset(skip))
+                  ci={(None, m): ci for m, ci in per.bootstrap.items()}, skip_drops=frozenset(skip), own=own)
     runs, checks, slice_notes = confirm.aggregate_with_reruns(ctx, rerun)
-    zt = zero_tolerance(cand_cases, cfg.zero_tolerance)
-    confirmed = confirm.confirm_cases(per.pass_to_fail, zt, runs[1:], rerun, cfg.rerun.times, ctx.pipeline)
+    new, known = split_known(zero_tolerance(cand_cases, cfg.zero_tolerance), base_cases, set(cmp.common))
+    report_known = cfg.known_failures != "block"
+    blocking_zt = new if report_known else {i: [*new.get(i, ()), *known.get(i, ())] for i in dict.fromkeys([*new, *known])}
+    confirmed = confirm.confirm_cases(per.pass_to_fail, blocking_zt, runs[1:], rerun, cfg.rerun.times, ctx.pipeline)
     reasons = [*cmp.reasons, *(Reason(c.rule, c.message, c.blocking, metric=c.metric, slice=c.slice, value=c.value,
                                       threshold=c.threshold) for c in checks if c.failed), *slice_notes,
-               *case_reasons(cfg, base_cases, cand_cases, confirmed.zero_tolerance, confirmed.pass_to_fail)]
+               *case_reasons(cfg, base_cases, cand_cases, confirmed.zero_tolerance, confirmed.pass_to_fail,
+                             known=None if report_known else known),
+               *([known_reason(cfg, cand_cases, known)] if known and report_known else []),
+               *(_own_reasons(cfg, baseline, candidate, own) if own is not None else [])]
     verdict = "fail" if any(r.blocking for r in reasons) else "pass"
     state = "not_comparable" if not cmp.comparable else "insufficient_data" if slice_notes else verdict
     metric_rows = tables.metric_rows(ctx, runs, checks, reasons)
     return Verdict(
         verdict=verdict, state=state, comparable=cmp.comparable, reasons=tuple(reasons),
-        pass_to_fail=tuple(confirmed.pass_to_fail), fail_to_pass=tuple(per.fail_to_pass),
-        flaky=tuple(confirmed.flaky), rank_drops=freeze(per.rank_drops),
-        config_diff=freeze(config_diff(baseline.config, candidate.config) if baseline is not None else []),
-        reran=freeze({"targeted": confirmed.rechecked, "full": len(runs) > 1,
-                      "runs": confirm.rerun_values(runs, checks)}),
-        stats=freeze({"mcnemar": per.tests[None].to_dict() if None in per.tests else None,
-                      "bootstrap": {m: ci.to_dict() for m, ci in per.bootstrap.items()}}),
-        metrics=freeze(metric_rows), by_slice=freeze(tables.slice_rows(ctx, runs, checks, reasons)),
+        pass_to_fail=tuple(confirmed.pass_to_fail), fail_to_pass=tuple(per.fail_to_pass), known_failures=tuple(known),
+        flaky=tuple(confirmed.flaky), rank_drops=tuple(per.rank_drops),
+        config_diff=tuple(config_diff(baseline.config, candidate.config)) if baseline is not None else (),
+        reran=Reruns(tuple(confirmed.rechecked), len(runs) > 1, confirm.rerun_values(runs, checks)),
+        stats=Statistics(per.tests.get(None), per.bootstrap),
+        metrics=tuple(metric_rows), by_slice=tuple(tables.slice_rows(ctx, runs, checks, reasons)),
         cases_added=tuple(i for i in cand_cases if baseline is not None and i not in base_cases),
         cases_removed=tuple(i for i in base_cases if i not in cand_cases),
-        golden=freeze({"name": candidate.golden.name,
-                       "baseline_version": None if baseline is None else baseline.golden.version,
-                       "candidate_version": candidate.golden.version, "compared_cases": len(cmp.common)}),
-        noise=freeze(tables.noise_rows(ctx, [row["metric"] for row in metric_rows])))
+        golden=GoldenReport(candidate.golden.name, None if baseline is None else baseline.golden.version,
+                            candidate.golden.version, len(cmp.common)),
+        noise=tables.noise_rows(ctx, [row.metric for row in metric_rows]))
 
 
 # --- the decision as `rageval gate` and the Action make it ------------------------------------
 
 def without_judge(cfg: GateConfig) -> GateConfig:
-    """``cfg`` minus every judge_pass threshold (overall and per slice)."""
+    """``cfg`` minus every threshold on the judge's verdict metric (judge_pass; overall and per slice)."""
+    verdicts = set(metrics_fed_by("judge"))
+
     def drop(thresholds: Mapping[str, float]) -> dict[str, float]:
-        return {k: v for k, v in thresholds.items() if k != "judge_pass"}
+        return {k: v for k, v in thresholds.items() if k not in verdicts}
     return replace(cfg, floors=drop(cfg.floors), max_drop=drop(cfg.max_drop),
                    slices={k: SliceGate(drop(s.floors), drop(s.max_drop)) for k, s in cfg.slices.items()})
 
@@ -279,6 +190,11 @@ def narrow_baseline(baseline: RunResult, case_ids: Sequence[str]) -> RunResult:
                             golden=replace(baseline.golden, narrowed_to=len(kept)))
 
 
+MSG_MOSTLY_ERRORS = "{n} of {total} cases errored: {error} (the first: {which}; gate.errors: {policy})"
+OWN_CASE = " (a case as this PR's golden set has it)"
+MSG_MAIN_CASES = ("this PR changes {what} of main's {n} cases in its golden set: drops, pass→fail and zero tolerance "
+                  "are compared on main's {n} cases as main asks them, run with this PR's pipeline; floors apply to "
+                  "the PR's {k} cases")
 MSG_UNANSWERED = "the candidate has no result for this case (it is in the golden set the PR runs)"
 
 
@@ -309,19 +225,68 @@ class Decision:
 
 
 def decide(cfg: Config, baseline: RunResult | None, candidate: RunResult, *, expected: Sequence[Case],
-           rerun: RerunFn | None = None, gate_judge: bool = True) -> Decision:
+           rerun: RerunFn | None = None, gate_judge: bool = True, known_failures: str = "report",
+           own: RunResult | None = None, own_expected: Sequence[Case] = (), changed: int = 0) -> Decision:
     """Gate ``candidate`` the way both `rageval gate` and the Action do.
 
-    ``expected`` are the golden cases the PR runs: any the candidate lacks count as failing cases,
-    and main's baseline (which may cover the whole golden set) is narrowed to them. Verdicts are
-    re-derived from the checks and summaries from the cases. ``gate_judge=False`` leaves
-    judge_pass ungated (the judge's measured agreement is too low).
+    The policy is the stricter of main's (recorded in ``baseline``) and the PR's, key by key
+    (``rageval.gate.policy``); ``known_failures`` is the mode's default for
+    ``gate.known_failures``. ``expected`` are the golden cases ``candidate`` runs: any it lacks
+    count as failing cases, and main's baseline (which may cover the whole golden set) is narrowed
+    to them. When the PR's golden set changed ``changed`` of main's cases, ``candidate`` is the PR's
+    pipeline on main's cases (``expected`` = main's subset, from the baseline's snapshot) and ``own``
+    the run of the PR's own set (``own_expected``): floors, the golden set's rules and the per-case
+    rules of the cases only the PR has apply to ``own``. Verdicts are re-derived from the checks and
+    summaries from the cases. ``gate_judge=False`` leaves judge_pass ungated (the judge's measured
+    agreement is too low).
     """
+    if baseline is not None:
+        check_noise(baseline)
+    policy = effective_policy(cfg, baseline, known_failures=known_failures)
+    cfg = policy.applied_to(cfg)
     ids = [c.id for c in expected]
     candidate = recomputed(completed(candidate, expected))
+    own = None if own is None else recomputed(completed(own, own_expected))
     if baseline is not None:
         baseline = recomputed(narrow_baseline(baseline, ids))
     gate_cfg = cfg.gate if gate_judge else without_judge(cfg.gate)
     cmp = compare(baseline, candidate, gate_cfg)
-    verdict = _evaluate(baseline, candidate, gate_cfg, rerun, cmp)
-    return Decision(with_golden_checks(verdict, cfg, baseline, candidate), baseline, candidate, cmp.common)
+    if own is not None:
+        cmp = replace(cmp, reasons=(Reason("golden_changes", MSG_MAIN_CASES.format(
+            what=changed, n=len(candidate.cases), k=len(own.cases)), False, value=changed), *cmp.reasons))
+    verdict = _evaluate(baseline, candidate, gate_cfg, rerun, cmp, own)
+    if own is not None:       # the PR's golden set is its own, whatever main's cases were run
+        verdict = replace(verdict, golden=replace(verdict.golden, candidate_version=own.golden.version))
+    verdict = with_policy(with_golden_rules(verdict, cfg, baseline, own or candidate), policy.report)
+    return Decision(errors_first(verdict, own or candidate, cfg), baseline, candidate, cmp.common)
+
+
+def errors_first(verdict: Verdict, candidate: RunResult, cfg: Config) -> Verdict:
+    """When more than ``max_error_rate`` of the cases errored, the errors are the headline, with the
+    first error's text (a floor on "n/a" is a symptom; the app crashing is the cause)."""
+    errored = [c for c in candidate.cases if c.error]
+    if not candidate.cases or len(errored) / len(candidate.cases) <= cfg.run.max_error_rate:
+        return verdict
+    first = next((r for r in verdict.reasons if r.rule == "errors"), None)
+    if first is None:
+        return verdict
+    case = errored[0]
+    head = replace(first, message=MSG_MOSTLY_ERRORS.format(
+        n=len(errored), total=len(candidate.cases), error=case.error,
+        which="a holdout case" if case.holdout else case.id, policy=cfg.gate.errors))
+    return replace(verdict, reasons=(head, *(r for r in verdict.reasons if r is not first)))
+
+
+def with_policy(verdict: Verdict, report: PolicyReport) -> Verdict:
+    """``verdict`` with the policy report, its reason first: main's policy unreadable blocks; a
+    loosened policy is said (main's values applied)."""
+    first = []
+    if report.unreadable:
+        first.append(Reason("policy_unreadable", report.unreadable, True))
+    if report.message:
+        first.append(Reason("policy_loosened", report.message, False,
+                            value=tuple(c.key for c in report.loosened)))
+    reasons = (*first, *verdict.reasons)
+    blocked = any(r.blocking for r in reasons)
+    state = "fail" if blocked and verdict.state == "pass" else verdict.state
+    return replace(verdict, reasons=reasons, verdict="fail" if blocked else "pass", state=state, policy=report)

@@ -16,11 +16,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from rageval.metrics.aggregate import case_value
+from rageval.metrics.registry import case_value
+from rageval.records import Record
 from rageval.results import RunResult
 
 DEFAULT_RESAMPLES = 2000
@@ -55,15 +55,12 @@ def paired_values(baseline: RunResult, candidate: RunResult, metric: str,
 # --- McNemar ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class McNemar:
+class McNemar(Record):
     """Discordant pairs: ``b`` passed before and fails now, ``c`` failed before and passes now."""
 
     b: int
     c: int
     p: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"b": self.b, "c": self.c, "p": self.p}
 
 
 def binom_cdf_half(k: int, n: int) -> float:
@@ -108,16 +105,14 @@ def mcnemar(before: Mapping[str, bool | None], after: Mapping[str, bool | None])
 # --- paired bootstrap ------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class BootstrapCI:
-    """Mean paired delta (after − before) and its percentile confidence interval."""
+class BootstrapCI(Record):
+    """Mean paired delta (after − before) and its percentile confidence interval over ``n`` pairs."""
 
     delta: float
     low: float
     high: float
-    n: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"delta": self.delta, "low": self.low, "high": self.high}
+    n: int | None = None           # verdicts of rageval 0.1.0 did not record it
+    OMIT_NONE = ("n",)
 
 
 def paired_bootstrap(before: Sequence[float], after: Sequence[float], *,

@@ -4,11 +4,10 @@ noise band. Pure functions of the gate's context and decisions; nothing here dec
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from rageval.gate import stats
-from rageval.gate.thresholds import Check, Context, delta_of, mean_value
-from rageval.gate.verdict import Reason
+from rageval.gate.thresholds import Context, ThresholdResult, delta_of, mean_value
+from rageval.gate.verdict import MetricRow, NoiseBand, Reason, SliceRow, Threshold
 from rageval.results import RunResult
 
 THRESHOLD_RULES = ("floor", "max_drop", "slice_floor", "slice_max_drop")
@@ -26,19 +25,18 @@ def _status(reasons: Iterable[Reason], slice_key: str | None, metric: str, value
     return "pass"
 
 
-def _threshold(checks: Iterable[Check], slice_key: str | None, metric: str) -> dict[str, float] | None:
+def _threshold(checks: Iterable[ThresholdResult], slice_key: str | None, metric: str) -> Threshold | None:
     out: dict[str, float] = {}
     for check in checks:
         if check.slice == slice_key and check.metric == metric:
             floor = check.rule.endswith("floor")
             out["floor" if floor else "max_drop"] = check.threshold if floor else -check.threshold
-    return out or None
+    return Threshold(**out) if out else None
 
 
-def metric_rows(ctx: Context, runs: Sequence[RunResult], checks: Sequence[Check],
-                reasons: Sequence[Reason]) -> list[dict[str, Any]]:
-    """{metric, baseline, candidate, delta, threshold, status} for every summary metric of either
-    run and every gated one."""
+def metric_rows(ctx: Context, runs: Sequence[RunResult], checks: Sequence[ThresholdResult],
+                reasons: Sequence[Reason]) -> list[MetricRow]:
+    """A row for every summary metric of either run and every gated one."""
     cand_metrics = ctx.candidate.summary.metrics
     base_metrics = ctx.baseline.summary.metrics if ctx.baseline is not None else {}
     names = list(dict.fromkeys([*(m for m in ctx.candidate.metric_names if m in cand_metrics),
@@ -46,10 +44,9 @@ def metric_rows(ctx: Context, runs: Sequence[RunResult], checks: Sequence[Check]
     rows = []
     for metric in names:
         value = mean_value(runs, None, metric)
-        rows.append({"metric": metric, "baseline": base_metrics.get(metric),
-                     "candidate": value, "delta": delta_of(ctx, runs, None, metric) if ctx.comparable else None,
-                     "threshold": _threshold(checks, None, metric),
-                     "status": _status(reasons, None, metric, value)})
+        rows.append(MetricRow(metric, base_metrics.get(metric), value,
+                              delta_of(ctx, runs, None, metric) if ctx.comparable else None,
+                              _threshold(checks, None, metric), _status(reasons, None, metric, value)))
     return rows
 
 
@@ -62,8 +59,8 @@ def _slice_metrics(ctx: Context, key: str) -> list[str]:
     return ["pass_rate"] if "pass_rate" in present else []
 
 
-def slice_rows(ctx: Context, runs: Sequence[RunResult], checks: Sequence[Check],
-               reasons: Sequence[Reason]) -> list[dict[str, Any]]:
+def slice_rows(ctx: Context, runs: Sequence[RunResult], checks: Sequence[ThresholdResult],
+               reasons: Sequence[Reason]) -> list[SliceRow]:
     """One row per (slice, metric): gated slices with their gated metrics, the others with pass_rate."""
     keys = list(dict.fromkeys([*(ctx.candidate.summary.by_slice or {}),
                                *((ctx.baseline.summary.by_slice or {}) if ctx.baseline is not None else {}),
@@ -78,25 +75,20 @@ def slice_rows(ctx: Context, runs: Sequence[RunResult], checks: Sequence[Check],
             status = _status(reasons, key, metric, value)
             if key in insufficient and status != "fail":
                 status = "insufficient_data"
-            rows.append({"slice": key, "metric": metric,
-                         "n_baseline": ctx.baseline.summary.slice_n(key) if ctx.baseline is not None else None,
-                         "n_candidate": ctx.candidate.summary.slice_n(key),
-                         "baseline": before, "candidate": value, "delta": delta,
-                         "threshold": _threshold(checks, key, metric), "gated": key in ctx.cfg.slices,
-                         "status": status})
+            rows.append(SliceRow(key, metric, ctx.baseline.summary.slice_n(key) if ctx.baseline is not None else None,
+                                 ctx.candidate.summary.slice_n(key), before, value, delta,
+                                 _threshold(checks, key, metric), key in ctx.cfg.slices, status))
     return rows
 
 
-def noise_rows(ctx: Context, metrics: Sequence[str]) -> dict[str, dict[str, float]]:
-    """metric -> {sigma_baseline, sigma_candidate, sigma_diff, band} for metrics with measured
-    noise or a max_drop gate."""
-    out: dict[str, dict[str, float]] = {}
+def noise_rows(ctx: Context, metrics: Sequence[str]) -> dict[str, NoiseBand]:
+    """The noise band of every metric with measured noise or a max_drop gate."""
+    out: dict[str, NoiseBand] = {}
     for metric in metrics:
         sb = ctx.baseline.sigma(metric) if ctx.baseline is not None else 0.0
         sc = ctx.candidate.sigma(metric)
         if sb == 0.0 and sc == 0.0 and not (ctx.comparable and metric in ctx.cfg.max_drop):
             continue
         sd = stats.sigma_diff(sb, sc)
-        out[metric] = {"sigma_baseline": sb, "sigma_candidate": sc, "sigma_diff": sd,
-                       "band": ctx.cfg.noise_k * sd}
+        out[metric] = NoiseBand(sb, sc, sd, ctx.cfg.noise_k * sd)
     return out

@@ -1,10 +1,12 @@
 """Floors and tolerance over noise, overall and per gated slice: the gate's aggregate rules.
 
-``aggregate_checks(ctx, runs)`` decides every floor and max_drop on the mean of ``runs`` (the
+``threshold_results(ctx, runs)`` decides every floor and max_drop on the mean of ``runs`` (the
 candidate, plus any full re-runs):
 
 * **floors** — ``value < floor`` blocks (``mrr@5 0.63 < 0.85``). A floored metric with no value
-  (n/a) blocks too: a floor that cannot be checked is never a silent pass.
+  (n/a) blocks too: a floor that cannot be checked is never a silent pass. A floor on a judge
+  metric that ``rageval.gate.compare`` did not compare (the judge changed, or main's baseline had
+  none) is shown, not gated, until main's baseline uses the same judge.
 * **max_drop** — blocks when the drop exceeds ``max(max_drop, noise_k · σ_diff)``, with
   ``σ_diff = sqrt(σ_base² + σ_cand²)`` from each RunResult's ``noise.sigma`` (unmeasured σ = 0).
   The delta is candidate − baseline of the summary values when both runs hold the same case ids,
@@ -25,12 +27,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from rageval.config import GateConfig
 from rageval.gate import stats
 from rageval.gate.format import fmt, fmt_delta
 from rageval.gate.verdict import Reason
-from rageval.metrics.aggregate import is_retrieval_metric
+from rageval.metrics.registry import from_retrieval, judged_metric_names
 from rageval.results import RunResult
+from rageval.settings import GateConfig
 
 EPS = 1e-9
 DETERMINISTIC_EMBEDDERS = ("local", "e5")
@@ -39,18 +41,16 @@ DETERMINISTIC_GENERATORS = ("extractive", "none")
 RerunFn = Callable[[list[str] | None], RunResult]
 
 MSG_FLOOR = "{metric} {value} < {floor}"
+ON_OWN = " on the PR's golden set"
 MSG_FLOOR_NA = "{metric} has no value in the candidate (n/a); the floor {floor} cannot be checked"
+MSG_FLOOR_NEW_JUDGE = (" — shown, not gated: main's baseline was not judged by this judge; floors on judge "
+                       "metrics gate once it is")
 MSG_DROP = "{metric} dropped {before} → {after} (Δ {delta}, tolerance {tol}{noise})"
 MSG_DROP_NA = "{metric} has no value in the candidate (n/a) but {before} in the baseline"
 MSG_INSUFFICIENT = ("slice {slice}: {n} {side} cases < min_slice_cases {min}; "
                     "its {what} not applied")
 
 Target = tuple[str | None, Mapping[str, float], Mapping[str, float]]
-
-
-def is_retrieval(metric: str) -> bool:
-    """Whether ``metric`` comes from the retrieval stage (context_tokens included)."""
-    return metric == "context_tokens" or is_retrieval_metric(metric)
 
 
 def pipeline_of(candidate: RunResult) -> tuple[bool, bool]:
@@ -66,13 +66,13 @@ def pipeline_of(candidate: RunResult) -> tuple[bool, bool]:
 
 def rerunnable(metric: str, pipeline: tuple[bool, bool]) -> bool:
     det_retrieval, det_generation = pipeline
-    if is_retrieval(metric):
+    if from_retrieval(metric):
         return not det_retrieval
     return not (det_retrieval and det_generation)
 
 
 @dataclass(frozen=True)
-class Check:
+class ThresholdResult:
     """One floor or max_drop decision on one (slice, metric)."""
 
     rule: str                   # floor | max_drop | slice_floor | slice_max_drop
@@ -109,6 +109,9 @@ class Context:
     mcnemar_by_slice: dict[str | None, stats.McNemar]
     ci: dict[tuple[str | None, str], stats.BootstrapCI | None]
     skip_drops: frozenset[str] = frozenset()     # metrics both runs have but that are not compared (judge changed)
+    # floors apply to this run (the PR's own golden set) when the candidate is the PR's pipeline on
+    # main's cases (its golden set changed some of them: rageval.gate.decide); None: the candidate
+    own: RunResult | None = None
 
 
 def mean_value(runs: Sequence[RunResult], slice_key: str | None, metric: str) -> float | None:
@@ -172,8 +175,10 @@ def _targets(ctx: Context) -> tuple[list[Target], list[Reason]]:
     targets: list[Target] = [(None, cfg.floors, cfg.max_drop)]
     notes: list[Reason] = []
     for slice_key, gate in cfg.slices.items():
-        n_cand = ctx.candidate.summary.slice_n(slice_key)
+        n_cand = (ctx.own or ctx.candidate).summary.slice_n(slice_key)
         drops = dict(gate.max_drop) if ctx.comparable else {}
+        if ctx.own is not None and ctx.candidate.summary.slice_n(slice_key) < cfg.min_slice_cases:
+            drops = {}
         if n_cand < cfg.min_slice_cases:
             notes.append(Reason("slice_insufficient_data", MSG_INSUFFICIENT.format(
                 slice=slice_key, n=n_cand, side="candidate", min=cfg.min_slice_cases, what="gates were"),
@@ -193,20 +198,25 @@ def _prefix(slice_key: str | None) -> tuple[str, str]:
     return ("", "") if slice_key is None else ("slice_", f"slice {slice_key}: ")
 
 
-def _floor_check(ctx: Context, runs: Sequence[RunResult], slice_key: str | None, metric: str, floor: float) -> Check:
-    value = mean_value(runs, slice_key, metric)
+def _floor_check(ctx: Context, runs: Sequence[RunResult], slice_key: str | None, metric: str, floor: float) -> ThresholdResult:
+    value = mean_value([ctx.own] if ctx.own is not None else runs, slice_key, metric)
     if value is None:
         message, failed = MSG_FLOOR_NA.format(metric=metric, floor=fmt(floor)), True
     else:
         failed = value < floor - EPS
         message = MSG_FLOOR.format(metric=metric, value=fmt(value, floor), floor=fmt(floor, value))
+    if ctx.own is not None:
+        message += ON_OWN
     rule, where = _prefix(slice_key)
-    return Check(rule + "floor", slice_key, metric, value, float(floor), failed, where + message, failed,
+    blocking = failed
+    if failed and metric in ctx.skip_drops and metric in judged_metric_names():
+        message, blocking = message + MSG_FLOOR_NEW_JUDGE, False
+    return ThresholdResult(rule + "floor", slice_key, metric, value, float(floor), failed, where + message, blocking,
                  rerunnable(metric, ctx.pipeline))
 
 
 def _drop_check(ctx: Context, base: RunResult, runs: Sequence[RunResult], slice_key: str | None, metric: str,
-                max_drop: float) -> Check | None:
+                max_drop: float) -> ThresholdResult | None:
     if base.summary.value(metric, slice_key) is None:
         return None                      # nothing to drop from: the metric is new
     sigma = stats.sigma_diff(base.sigma(metric, slice_key), ctx.candidate.sigma(metric, slice_key))
@@ -214,7 +224,7 @@ def _drop_check(ctx: Context, base: RunResult, runs: Sequence[RunResult], slice_
     before, after, delta = change_of(ctx, runs, slice_key, metric)
     rule, where = _prefix(slice_key)
     if after is None or delta is None:
-        return Check(rule + "max_drop", slice_key, metric, None, -tol, True,
+        return ThresholdResult(rule + "max_drop", slice_key, metric, None, -tol, True,
                      where + MSG_DROP_NA.format(metric=metric, before=fmt(before)), True,
                      rerunnable(metric, ctx.pipeline))
     failed = delta < -tol - EPS
@@ -225,15 +235,15 @@ def _drop_check(ctx: Context, base: RunResult, runs: Sequence[RunResult], slice_
     note = _significance_note(ctx, slice_key, metric) if failed else None
     if note:
         message, blocking = f"{message} — {note}", False
-    return Check(rule + "max_drop", slice_key, metric, delta, -tol, failed, message, blocking,
+    return ThresholdResult(rule + "max_drop", slice_key, metric, delta, -tol, failed, message, blocking,
                  rerunnable(metric, ctx.pipeline))
 
 
-def aggregate_checks(ctx: Context, runs: Sequence[RunResult]) -> tuple[list[Check], list[Reason]]:
+def threshold_results(ctx: Context, runs: Sequence[RunResult]) -> tuple[list[ThresholdResult], list[Reason]]:
     """Floors and max_drop, overall and per gated slice, on the mean of ``runs``; plus the
     insufficient-data reasons of gated slices."""
     targets, notes = _targets(ctx)
-    checks: list[Check] = []
+    checks: list[ThresholdResult] = []
     for slice_key, floors, drops in targets:
         checks += [_floor_check(ctx, runs, slice_key, metric, floor) for metric, floor in floors.items()]
         if ctx.comparable and ctx.baseline is not None:

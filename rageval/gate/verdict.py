@@ -10,12 +10,19 @@ to ``verdict``; so ``not_comparable`` and ``insufficient_data`` coexist with eit
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Any
 
+from rageval.cost import Cost
 from rageval.errors import RagevalError, ResultError
-from rageval.files import Reader
+from rageval.files import Reader, parse_result_json
+from rageval.gate.ablation import Attribution
+from rageval.gate.policy import PolicyReport
+from rageval.gate.stats import BootstrapCI, McNemar
+from rageval.golden.lifecycle import Coverage, GoldenDiff, Leak, SectionChange
+from rageval.metrics.registry import metrics_fed_by
+from rageval.records import Record, rounded
 
 VERDICTS = ("pass", "fail")
 STATES = ("pass", "fail", "not_comparable", "insufficient_data")
@@ -39,9 +46,10 @@ RULE_LABELS: dict[str, str] = {
     "golden_changes": "golden set changed",
     "metrics_compared": "metrics compared",
     "judge_changed": "judge changed",
+    "known_failures": "known failures",
+    "policy_loosened": "policy from main",
+    "policy_unreadable": "policy from main",
 }
-#: Verdict keys a verdict file may leave out
-OPTIONAL = ("attribution",)
 #: rules that explain a state rather than block
 STATE_RULES = ("not_comparable", "missing_baseline", "slice_insufficient_data")
 
@@ -66,8 +74,10 @@ class Reason:
 
     @property
     def moved_metric(self) -> str | None:
-        """The aggregate metric this reason's change shows in (a zero-tolerance number rule: numbers_pass)."""
-        return "numbers_pass" if self.rule == "zero_tolerance" else self.metric
+        """The aggregate metric this reason's change shows in (a zero-tolerance check: the metric it feeds)."""
+        if self.rule == "zero_tolerance":
+            return next(iter(metrics_fed_by(self.metric or "")), None)
+        return self.metric
 
     def to_dict(self) -> dict[str, Any]:
         return {"rule": self.rule, "metric": self.metric, "case": self.case, "slice": self.slice,
@@ -98,42 +108,154 @@ def _freeze(value: Any) -> Any:
 
 
 def _thaw(value: Any) -> Any:
+    """A reason's value as JSON, floats ``rounded`` as every record's are."""
     if isinstance(value, Reason):
         return value.to_dict()
     if isinstance(value, Mapping):
         return {k: _thaw(v) for k, v in value.items()}
     if isinstance(value, tuple | list):
         return [_thaw(v) for v in value]
+    if isinstance(value, float):
+        return rounded(value)
     return value
 
 
-freeze = _freeze
-thaw = _thaw
+
+# --- the tables a verdict carries ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Threshold(Record):
+    """What a metric is gated by: a floor, an allowed drop, or both."""
+
+    floor: float | None = None
+    max_drop: float | None = None
+    OMIT_NONE = ("floor", "max_drop")
 
 
 @dataclass(frozen=True)
-class Verdict:
-    """The gate's decision and everything the report shows. Immutable: lists are tuples and
-    mappings are read-only; ``to_dict`` gives plain JSON with exactly these keys."""
+class MetricRow(Record):
+    """One row of the metric table: the baseline's and the PR's values, Δ, threshold, status."""
 
-    verdict: str                        # pass | fail
-    state: str                          # pass | fail | not_comparable | insufficient_data
+    metric: str
+    baseline: float | None
+    candidate: float | None
+    delta: float | None
+    threshold: Threshold | None
+    status: str = field(metadata={"choices": ROW_STATUSES})
+
+    @property
+    def gated(self) -> bool:
+        return self.threshold is not None
+
+
+@dataclass(frozen=True)
+class SliceRow(Record):
+    """One (slice, metric) row of the by-slice table, with both runs' case counts."""
+
+    slice: str
+    metric: str
+    n_baseline: int | None
+    n_candidate: int
+    baseline: float | None
+    candidate: float | None
+    delta: float | None
+    threshold: Threshold | None
+    gated: bool
+    status: str = field(metadata={"choices": ROW_STATUSES})
+
+
+@dataclass(frozen=True)
+class RankDrop(Record):
+    """A case whose first relevant chunk ranks lower (None: not retrieved)."""
+
+    id: str
+    before: int | None
+    after: int | None
+
+
+@dataclass(frozen=True)
+class ConfigChange(Record):
+    """A dotted config key whose value differs (None: absent on that side)."""
+
+    key: str
+    before: Any
+    after: Any
+
+
+@dataclass(frozen=True)
+class Reruns(Record):
+    """The re-runs that confirmed the decision: the cases re-checked one by one, whether the whole
+    subset was re-run, each gated metric's value per run, and what the re-runs cost."""
+
+    targeted: tuple[str, ...] = ()
+    full: bool = False
+    runs: Mapping[str, tuple[float | None, ...]] = field(default_factory=dict)
+    cost: Cost | None = None
+    OMIT_NONE = ("cost",)
+
+
+@dataclass(frozen=True)
+class Statistics(Record):
+    """McNemar on the pass/fail flips, and the paired bootstrap CI of Δ per metric."""
+
+    mcnemar: McNemar | None = None
+    bootstrap: Mapping[str, BootstrapCI] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class NoiseBand(Record):
+    """σ of a metric in each run, of their difference, and the band (noise_k · σ_diff)."""
+
+    sigma_baseline: float
+    sigma_candidate: float
+    sigma_diff: float
+    band: float
+
+
+@dataclass(frozen=True)
+class GoldenReport(Record):
+    """The golden sets compared: names, versions, how many cases were compared, and what the
+    report shows about them (the diff, the changelog line, sections whose numbers changed, leaks,
+    coverage)."""
+
+    name: str
+    baseline_version: int | str | None
+    candidate_version: int | str
+    compared_cases: int | None = None
+    diff: GoldenDiff | None = None
+    changelog: str = ""
+    section_changes: tuple[SectionChange, ...] = ()
+    leaks: tuple[Leak, ...] = ()
+    coverage: Coverage | None = None
+    OMIT_NONE = ("compared_cases",)        # verdicts of 0.1.0 did not record it
+
+
+@dataclass(frozen=True)
+class Verdict(Record):
+    """The gate's decision and everything the report shows, as typed, immutable records;
+    ``to_dict`` gives the verdict JSON (docs/verdict.md) and ``from_dict`` reads it back strictly."""
+
+    verdict: str = field(metadata={"choices": VERDICTS})
+    state: str = field(metadata={"choices": STATES})
     comparable: bool
     reasons: tuple[Reason, ...]
     pass_to_fail: tuple[str, ...]
     fail_to_pass: tuple[str, ...]
     flaky: tuple[str, ...]
-    rank_drops: tuple[Mapping[str, Any], ...]     # {id, before, after}
-    config_diff: tuple[Mapping[str, Any], ...]    # {key, before, after}
-    reran: Mapping[str, Any]                      # {targeted: [ids], full: bool, runs: {metric: [v…]}}
-    stats: Mapping[str, Any]                      # {mcnemar: {b, c, p} | None, bootstrap: {metric: {delta, low, high}}}
-    metrics: tuple[Mapping[str, Any], ...]        # {metric, baseline, candidate, delta, threshold, status}
-    by_slice: tuple[Mapping[str, Any], ...]       # {slice, metric, n_baseline, n_candidate, baseline, candidate, delta, threshold, gated, status}
+    rank_drops: tuple[RankDrop, ...]
+    config_diff: tuple[ConfigChange, ...]
+    reran: Reruns
+    stats: Statistics
+    metrics: tuple[MetricRow, ...]
+    by_slice: tuple[SliceRow, ...]
     cases_added: tuple[str, ...]
     cases_removed: tuple[str, ...]
-    golden: Mapping[str, Any]                     # {name, baseline_version, candidate_version, diff, …}
-    noise: Mapping[str, Any]                      # metric -> {sigma_baseline, sigma_candidate, sigma_diff, band}
-    attribution: Mapping[str, Any] | None = None  # which changed knob caused a drop (rageval/attribution.py)
+    golden: GoldenReport
+    noise: Mapping[str, NoiseBand]
+    attribution: Attribution | None = None  # which changed knob caused a drop (rageval/attribution.py)
+    known_failures: tuple[str, ...] = ()    # cases failing a zero-tolerance check on main too (gate/cases.py)
+    policy: PolicyReport | None = None      # what the PR loosened or tightened (gate/policy.py)
+    OMIT_NONE = ("attribution", "policy")   # verdicts of 0.1.0 have neither
 
     @property
     def blocked(self) -> bool:
@@ -150,55 +272,23 @@ class Verdict:
             return self.blocking_reasons[0]
         return next((r for r in self.reasons if r.rule in STATE_RULES), None)
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON; ``attribution`` only when there is one (verdicts of 0.1.0 have none)."""
-        return {f.name: _thaw(getattr(self, f.name)) for f in fields(self)
-                if not (f.name in OPTIONAL and getattr(self, f.name) is None)}
+    def replace(self, **changes: Any) -> Verdict:
+        return replace(self, **changes)
 
     @classmethod
-    def from_dict(cls, data: Any, where: str = "verdict", *, error: type[RagevalError] = ResultError) -> Verdict:
+    def read(cls, data: Any, where: str = "verdict", *, error: type[RagevalError] = ResultError) -> Verdict:
         """Validate and build (the verdict JSON of ``rageval gate --out``); raises ``error``
         naming ``where`` and the key of the first problem."""
         r = Reader(where, error)
         data = r.obj(data, "(top level)")
-        names = [f.name for f in fields(cls)]
-        missing = [n for n in names if n not in data and n not in OPTIONAL]
+        missing = [f.name for f in fields(cls) if f.name not in data and f.default is MISSING]
         if missing:
             raise error(f"{where}: missing keys {', '.join(missing)}; it was not written by this rageval "
                         "version's `rageval gate --out` — regenerate it.")
-        r.keys(data, names, "")
-        if data["verdict"] not in VERDICTS:
-            raise r.fail("verdict", f"expected 'pass' or 'fail', got {data['verdict']!r}")
-        if data["state"] not in STATES:
-            raise r.fail("state", f"expected one of {', '.join(STATES)}, got {data['state']!r}")
-        values: dict[str, Any] = {n: _freeze(r.json(data.get(n), n)) for n in names}
-        values["comparable"] = r.bool_(data["comparable"], "comparable")
-        values["reasons"] = tuple(Reason.from_dict(x, f"reasons[{i}]", r) for i, x in enumerate(r.lst(data["reasons"], "reasons")))
-        for name in ("pass_to_fail", "fail_to_pass", "flaky", "cases_added", "cases_removed"):
-            values[name] = r.strs(data[name], name)
-        for name in ("reran", "stats", "golden", "noise"):
-            r.obj(data[name], name)
-        for name in ("rank_drops", "config_diff"):
-            for i, item in enumerate(r.lst(data[name], name)):
-                r.obj(item, f"{name}[{i}]")
-        _check_rows(r, data["metrics"], "metrics", ("metric", "baseline", "candidate", "delta", "threshold", "status"))
-        _check_rows(r, data["by_slice"], "by_slice", ("slice", "metric", "n_baseline", "n_candidate", "baseline",
-                                                      "candidate", "delta", "threshold", "gated", "status"))
-        return cls(**values)
+        return cls.from_dict(data, "", r)
 
-
-def _check_rows(r: Reader, rows: Any, key: str, required: tuple[str, ...]) -> None:
-    """A table of the verdict: every row has its keys, numbers where numbers belong."""
-    for i, row in enumerate(r.lst(rows, key)):
-        where = f"{key}[{i}]"
-        row = r.obj(row, where)
-        for name in required:
-            r.req(row, name, where)
-        r.str_(row["metric"], f"{where}.metric")
-        for name in ("baseline", "candidate", "delta"):
-            r.num(row[name], f"{where}.{name}", optional=True)
-        if row["status"] not in ROW_STATUSES:
-            raise r.fail(f"{where}.status", f"expected one of {', '.join(ROW_STATUSES)}, got {row['status']!r}")
-        if row["threshold"] is not None:
-            for name, value in r.obj(row["threshold"], f"{where}.threshold").items():
-                r.num(value, f"{where}.threshold.{name}")
+    @classmethod
+    def from_json(cls, data: bytes, where: str, *, error: type[RagevalError] = ResultError) -> Verdict:
+        """A verdict file's bytes (``rageval report --verdict``), read as strictly as a RunResult:
+        ``rageval.files.parse_result_json`` (size bound, strict JSON), then :meth:`read`."""
+        return cls.read(parse_result_json(data, where, error), where, error=error)

@@ -18,6 +18,9 @@ Modes (input ``mode``; ``auto`` picks one from the event):
   ``workflow_dispatch``): the whole golden set, floors, zero-tolerance and the comparison with
   the baseline of the base branch (the merge group's), else the default branch (from the
   payload, or ``GET /repos/{owner}/{repo}`` when the payload has none).
+* input ``shard: i/N`` (a ``strategy.matrix`` job): run only that part of the cases and write its
+  RunResult; ``merge``: join the parts (input ``shards``, a glob) with ``rageval.shards`` and
+  gate the whole as ``verify`` does.
 
 The Docker image (``entrypoint.py``) and the native mode (``native/action.yml``, the job's own
 Python) both call ``main``: one code path decides and reports. The commit status (input
@@ -29,254 +32,95 @@ Exit codes: 0 passed (or baseline written), 1 blocked, 2 bad input or configurat
 
 from __future__ import annotations
 
+import glob
 import os
 import sys
 import time
 import traceback
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 from rageval import flow
-from rageval.config import Config, load_config
 from rageval.errors import (
     EXIT_BLOCKED,
     EXIT_INTERNAL,
     EXIT_OK,
     ActionInputError,
-    BaselineError,
-    GithubError,
     RagevalError,
 )
 from rageval.files import to_json, write_text
-from rageval.gate import report
-from rageval.github.baseline import fetch_baseline
+from rageval.gate import terminal
+from rageval.gate.page import render_html
 from rageval.github.client import GitHubClient
-from rageval.github.comment import MAX_COMMENT_CHARS, comment_marker, upsert_comment
+from rageval.github.context import (
+    ERROR_BODY,
+    FORK_NOTE,
+    FULL_REPORT,
+    MSG_NO_SHARDS,
+    MSG_SKIPPED,
+    RUNNING_BODY,
+    SKIPPED_BODY,
+    ActionContext,
+    baseline_for,
+    choose_subset,
+    load_action_config,
+    post_comment,
+    previous_baseline,
+    redact_json,
+)
 from rageval.github.inputs import (
     ALL_CASES,
-    DEFAULT_GATE_SUBSET,
-    Event,
-    Inputs,
     comment_key,
     get_input,
     parse_inputs,
     read_event,
     resolve_mode,
 )
+from rageval.github.sandbox import (
+    drop_secrets_and_reexec,
+    isolation,
+    keep_to_ourselves,
+    recover_secrets,
+)
 from rageval.github.status import StatusReporter, status_reporter
 from rageval.github.workflow import Console, Progress, append_text, write_output
-from rageval.golden.set import GoldenSet, load_golden
+from rageval.golden.set import load_golden
 from rageval.pipeline.runner import Evaluation, prepare
 from rageval.results import RunResult, load_result
-
-MSG_NO_CONFIG = ("Config file {path} not found (input 'config' is {value!r}, resolved against the workspace "
-                 "{workspace}).")
-TIP_NO_CONFIG = ("Check out the repository first (`- uses: actions/checkout@v4`) and set `config:` to the path "
-                 "of your rageval.yml relative to the repository root.")
-MSG_NO_TOKEN = "Input 'github-token' is empty, but {why} needs the GitHub API."
-TIP_NO_TOKEN = "Leave `github-token` at its default (`${{ github.token }}`), or pass `baseline-path` to use a local file."
-MSG_NO_REPOSITORY = "GITHUB_REPOSITORY is {value!r}; expected owner/repo (this runs inside GitHub Actions)."
-MSG_NO_BASELINE = ("No baseline artifact '{name}' from branch '{branch}' of {repo} (none uploaded yet, all expired, "
-                   "or only from forks). gate.missing_baseline is '{policy}'. The baseline job is missing or has "
-                   "not run yet: on a push to {branch}, run this action with `mode: baseline`, then "
-                   "`actions/upload-artifact` with `name: {name}` and `path: ${{{{ steps.<id>.outputs.results }}}}` "
-                   "— the workflow to copy is in {docs}.")
-DOCS_FALLBACK = "docs/action.md of rag-eval-gate"
-MSG_BAD_DEFAULT_BRANCH = "GitHub API GET /repos/{repo} returned no default_branch; set the input `baseline-branch`."
-MSG_COMMENT_DENIED = ("Could not post the PR comment (HTTP {status}): the token cannot write to this pull request "
-                      "(a pull request from a fork gets a read-only token, or the job lacks "
-                      "`permissions: pull-requests: write`). The report is in the job summary; the verdict is "
-                      "unchanged.")
-MSG_COMMENT_FAILED = "Could not post the PR comment: {error} The report is in the job summary; the verdict is unchanged."
-RUNNING_BODY = ("### ⏳ {title}: evaluation running…\n\n"
-                "Running {n} golden case{s}{subset} with `{config}`{baseline}. This comment is replaced with the "
-                "report when the run ends{link}.\n")
-ERROR_BODY = ("### ⚠️ {title}: the evaluation did not finish\n\n```\n{message}\n```\n\n"
-              "Exit code {code}; see the job log{link}.\n")
+from rageval.settings import Config, ReportConfig
+from rageval.shards import merge as merge_shards
 
 
-@dataclass
-class _Context:
-    env: Mapping[str, str]
-    inputs: Inputs
-    event: Event
-    mode: str
-    console: Console
-    workspace: Path
-    now: datetime | None
-    get_client: Callable[[], Any]
-    status: StatusReporter | None = None
-    comment_enabled: bool = False
-    comment_key: str = ""
-    comment_logins: tuple[str, ...] = ()    # our own login, once a comment we posted tells it
-
-    @property
-    def repository(self) -> tuple[str, str]:
-        value = self.env.get("GITHUB_REPOSITORY", "")
-        owner, _, repo = value.partition("/")
-        if not owner or not repo or "/" in repo:
-            raise ActionInputError(MSG_NO_REPOSITORY.format(value=value))
-        return owner, repo
-
-    def client(self, why: str) -> Any:
-        if not self.inputs.token:
-            raise ActionInputError(MSG_NO_TOKEN.format(why=why), tip=TIP_NO_TOKEN)
-        return self.get_client()
-
-    def path(self, value: str) -> Path:
-        p = Path(value)
-        return p if p.is_absolute() else self.workspace / p
-
-    def run_url(self) -> str | None:
-        server, repo, run = (self.env.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID"))
-        return f"{server}/{repo}/actions/runs/{run}" if server and repo and run else None
-
-    def link(self) -> str:
-        url = self.run_url()
-        return f" ([job log]({url}))" if url else ""
-
-    def docs_url(self) -> str:
-        server, repo = self.env.get("GITHUB_SERVER_URL"), self.env.get("GITHUB_ACTION_REPOSITORY")
-        if not server or not repo:
-            return DOCS_FALLBACK
-        return f"{server}/{repo}/blob/{self.env.get('GITHUB_ACTION_REF') or 'HEAD'}/docs/action.md"
-
-    def set_status(self, state: str, description: str) -> None:
-        if self.status is not None:
-            self.status.set(state, description)
-
-
-#: what the evaluated app and the model client never see: the action's inputs (the token among
-#: them), the job's token and the runner's own service credentials (artifacts, cache, OIDC).
-HIDDEN_FROM_APP = ("GITHUB_TOKEN", "ACTIONS_RUNTIME_TOKEN", "ACTIONS_RUNTIME_URL", "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
-                   "ACTIONS_ID_TOKEN_REQUEST_URL", "ACTIONS_RESULTS_URL", "ACTIONS_CACHE_URL")
-
-
-def app_env(env: Mapping[str, str]) -> dict[str, str]:
-    """The environment the evaluated app and the model client see (see HIDDEN_FROM_APP)."""
-    return {k: v for k, v in env.items() if not k.startswith("INPUT_") and k not in HIDDEN_FROM_APP}
-
-
-def redact_json(value: Any, redact: Callable[[str], str]) -> Any:
-    """Every string (keys too) of a JSON value passed through ``redact``."""
-    if isinstance(value, dict):
-        return {redact(str(k)): redact_json(v, redact) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [redact_json(v, redact) for v in value]
-    return redact(value) if isinstance(value, str) else value
-
-
-def _load(ctx: _Context) -> Config:
-    path = ctx.path(ctx.inputs.config)
-    if not path.is_file():
-        raise ActionInputError(MSG_NO_CONFIG.format(path=path, value=ctx.inputs.config, workspace=ctx.workspace),
-                               tip=TIP_NO_CONFIG)
-    cfg = load_config(path)
-    key_value = ctx.env.get(cfg.llm.api_key_env)
-    if key_value:
-        ctx.console.add_secret(key_value)
-    return cfg
-
-
-def _subset(ctx: _Context, golden: GoldenSet) -> str | None:
-    """The subset to run: the input; else ``pr`` in gate mode when cases are tagged so; else all."""
-    chosen = ctx.inputs.subset
-    if chosen == ALL_CASES:
-        return None
-    if chosen is not None:
-        return chosen
-    if ctx.mode != "gate":
-        return None
-    if any(DEFAULT_GATE_SUBSET in c.tags for c in golden.cases):
-        return DEFAULT_GATE_SUBSET
-    ctx.console.notice(f"No golden case is tagged '{DEFAULT_GATE_SUBSET}', so the gate runs all "
-                       f"{len(golden.cases)} cases. Tag the cases to run on pull requests with "
-                       f"`tags: [{DEFAULT_GATE_SUBSET}]`, or set `subset:`.")
-    return None
-
-
-def _baseline(ctx: _Context, cfg: Config) -> RunResult | None:
-    if ctx.inputs.baseline_path:
-        ctx.console.log(f"baseline: {ctx.inputs.baseline_path}")
-        return load_result(ctx.path(ctx.inputs.baseline_path), BaselineError)
-    owner, repo = ctx.repository
-    branch = ctx.inputs.baseline_branch or ctx.event.base_ref or ctx.event.default_branch or _default_branch(ctx)
-    name = ctx.inputs.baseline_artifact
-    with ctx.console.group(f"Fetching baseline artifact '{name}' from branch '{branch}'"):
-        found = fetch_baseline(ctx.client("fetching the baseline artifact"), owner, repo, name, branch, now=ctx.now)
-        if found is None:
-            ctx.console.notice(MSG_NO_BASELINE.format(name=name, branch=branch, repo=f"{owner}/{repo}",
-                                                      policy=cfg.gate.missing_baseline, docs=ctx.docs_url()))
-            return None
-        data, art = found
-        where = f"baseline artifact '{name}' (id {art.get('id')}, {art.get('created_at')})"
-        ctx.console.log(f"baseline: {where}, commit {(art.get('workflow_run') or {}).get('head_sha')}")
-        return RunResult.from_dict(data, where, error=BaselineError)
-
-
-def _default_branch(ctx: _Context) -> str:
-    """The repository's default branch from the API, for events whose payload lacks it (schedule)."""
-    owner, repo = ctx.repository
-    data = ctx.client("finding the repository's default branch").get_repo(owner, repo)
-    branch = data.get("default_branch") if isinstance(data, dict) else None
-    if not isinstance(branch, str) or not branch:
-        raise GithubError(MSG_BAD_DEFAULT_BRANCH.format(repo=f"{owner}/{repo}"))
-    ctx.console.log(f"default branch of {owner}/{repo} (from the API): {branch}")
-    return branch
-
-
-def _comment(ctx: _Context, body: str) -> None:
-    """Create or update the sticky comment; a refusal becomes a warning and stops commenting."""
-    if not ctx.comment_enabled or ctx.event.pr_number is None:
-        return
-    body = ctx.console.redact(body)
-    room = MAX_COMMENT_CHARS - len(comment_marker(ctx.comment_key)) - 1
-    if len(body) > room:
-        body = body[: room - 40].rstrip() + "\n\n…(cut to fit GitHub's comment limit)\n"
-    owner, repo = ctx.repository
-    try:
-        posted = upsert_comment(ctx.client("the PR comment"), owner, repo, ctx.event.pr_number, ctx.comment_key,
-                                body, logins=ctx.comment_logins)
-        login = (posted.get("user") or {}).get("login") if isinstance(posted, dict) else None
-        if isinstance(login, str) and login not in ctx.comment_logins:
-            ctx.comment_logins += (login,)
-    except GithubError as exc:
-        ctx.comment_enabled = False
-        status = getattr(exc, "status", None)
-        if status in (403, 404):
-            ctx.console.warning(MSG_COMMENT_DENIED.format(status=status))
-        else:
-            ctx.console.warning(MSG_COMMENT_FAILED.format(error=exc.message))
-
-
-def _report_path(results_path: str) -> str:
+def _report_path(results_path: str, suffix: str = ".md") -> str:
     p = Path(results_path)
-    return str(p.with_suffix(".md") if p.suffix else p.with_name(p.name + ".md"))
+    return str(p.with_suffix(suffix) if p.suffix else p.with_name(p.name + suffix))
 
 
-def _finish(ctx: _Context, *, verdict: str, markdown: str, result: RunResult, pass_to_fail: list[str]) -> None:
-    """Write results, the report file, the step summary and the outputs."""
+def _finish(ctx: ActionContext, *, verdict: str, markdown: str, result: RunResult, pass_to_fail: list[str],
+            html: str) -> None:
+    """Write results, the report files (markdown, HTML), the step summary and the outputs."""
     results_rel = ctx.inputs.results_path
-    report_rel = _report_path(results_rel)
+    report_rel, html_rel = _report_path(results_rel), _report_path(results_rel, ".html")
     markdown = ctx.console.redact(markdown)   # a secret a model echoed stays out of every file
     data = redact_json(result.to_dict(), ctx.console.redact)
-    write_text(ctx.path(results_rel), to_json(data, compact=result.compact_json))   # as write_json writes it
-    write_text(ctx.path(report_rel), markdown)
+    # as write_json writes it; never through a link (the checkout is the pull request's: rageval.files)
+    write_text(ctx.path(results_rel), to_json(data, compact=result.compact_json), links=False)
+    write_text(ctx.path(report_rel), markdown, links=False)
+    write_text(ctx.path(html_rel), ctx.console.redact(html), links=False)     # rendered from redacted text too
     summary = ctx.env.get("GITHUB_STEP_SUMMARY")
     if summary:
         append_text(summary, markdown)
     outputs = ctx.env.get("GITHUB_OUTPUT")
     if outputs:
         for name, value in (("verdict", verdict), ("results", results_rel), ("report", report_rel),
-                            ("pass-to-fail", ",".join(pass_to_fail))):
+                            ("html", html_rel), ("pass-to-fail", ",".join(pass_to_fail))):
             write_output(outputs, name, ctx.console.redact(value))
-    ctx.console.log(f"wrote {results_rel} and {report_rel}")
+    ctx.console.log(f"wrote {results_rel}, {report_rel} and {html_rel}")
 
 
-def _running_body(ctx: _Context, cfg: Config, n: int, subset: str | None) -> str:
+def _running_body(ctx: ActionContext, cfg: Config, n: int, subset: str | None) -> str:
     baseline_note = (f" against `{ctx.inputs.baseline_path}`" if ctx.inputs.baseline_path
                      else f" against the `{ctx.inputs.baseline_artifact}` artifact")
     return RUNNING_BODY.format(title=cfg.report.title, n=n, s="" if n == 1 else "s",
@@ -284,11 +128,22 @@ def _running_body(ctx: _Context, cfg: Config, n: int, subset: str | None) -> str
                                config=ctx.inputs.config, baseline=baseline_note, link=ctx.link())
 
 
-def _decide(ctx: _Context, cfg: Config, ev: Evaluation, subset: str | None) -> flow.GateOutcome:
+DEFAULT_TITLE = ReportConfig().title
+
+
+def known_failures_default(mode: str, event: str | None) -> str:
+    """``gate.known_failures`` when the config leaves it out: a ratchet (report) for pull requests and
+    merge queues, the absolute rule (block) for release-branch verification."""
+    return "block" if mode == "verify" and event != "merge_group" else "report"
+
+
+def _decide(ctx: ActionContext, cfg: Config, ev: Evaluation, subset: str | None) -> flow.GateOutcome:
     n = len(ev.golden.cases)
-    baseline = _baseline(ctx, cfg)
+    baseline = baseline_for(ctx, cfg)
     with ctx.console.group(f"rageval {ctx.mode}: {n} cases{f' (subset {subset})' if subset else ''}"):
         outcome = flow.gate(cfg, baseline, evaluation=ev, progress=Progress(ctx.console, f"rageval {ctx.mode}"),
+                            known_failures=known_failures_default(ctx.mode, ctx.event.name),
+                            full_report=ctx.report_url(),
                             on_rerun=lambda ids: ctx.console.log(
                                 f"re-running {'all cases' if ids is None else ', '.join(ids)} with caches bypassed"))
     for note in outcome.notes:
@@ -296,32 +151,53 @@ def _decide(ctx: _Context, cfg: Config, ev: Evaluation, subset: str | None) -> f
     return outcome
 
 
-def _run_gate(ctx: _Context) -> int:
-    """gate and verify: run the subset, compare with the baseline, report, exit 0 or 1."""
-    cfg = _load(ctx)
+def _gate_outcome(ctx: ActionContext, loaded: list[Config]) -> flow.GateOutcome:
+    """Load, run and decide; ``loaded`` gets the config once it is read."""
+    cfg = load_action_config(ctx)
+    loaded.append(cfg)
     golden = load_golden(cfg.golden)
-    subset = _subset(ctx, golden)
-    ev = prepare(cfg, subset=subset, env=app_env(ctx.env), golden=golden)
+    subset = choose_subset(ctx, golden)
+    ev = prepare(cfg, subset=subset, env=ctx.app_env(), golden=golden)
+    post_comment(ctx, _running_body(ctx, cfg, len(ev.golden.cases), subset))
+    try:
+        return _decide(ctx, cfg, ev, subset)
+    finally:
+        _close_app(ev)
+
+
+def _run_gate(ctx: ActionContext) -> int:
+    """gate and verify: run the subset, compare with the baseline, report, exit 0 or 1. Whatever
+    stops it — a config error included — replaces the sticky comment, so the PR never keeps
+    showing an earlier "passed" (the commit status ends in error too: rageval.github.action.main)."""
     ctx.comment_key = comment_key(ctx.inputs.config)
     ctx.comment_enabled = ctx.inputs.comment and ctx.event.pr_number is not None
-    _comment(ctx, _running_body(ctx, cfg, len(ev.golden.cases), subset))
+    loaded: list[Config] = []
     try:
-        outcome = _decide(ctx, cfg, ev, subset)
+        outcome = _gate_outcome(ctx, loaded)
     except Exception as exc:
         if isinstance(exc, RagevalError):
-            message, code = exc.message, exc.exit_code
+            message, code = exc.message + (f"\n\nTIP {exc.tip}" if exc.tip else ""), exc.exit_code
         else:
             message, code = f"internal error in rageval: {type(exc).__name__} (a bug)", EXIT_INTERNAL
-        _comment(ctx, ERROR_BODY.format(title=cfg.report.title, message=ctx.console.redact(message),
-                                        code=code, link=ctx.link()))
+        title = loaded[0].report.title if loaded else DEFAULT_TITLE
+        post_comment(ctx, ERROR_BODY.format(title=title, message=ctx.console.redact(message),
+                                            code=code, link=ctx.link()))
         raise
+    return _report(ctx, outcome, loaded[0])
+
+
+def _report(ctx: ActionContext, outcome: flow.GateOutcome, cfg: Config) -> int:
+    """The verdict in the log, the files (results, markdown, HTML), the comment and the status; the exit code."""
     verdict = outcome.verdict
     ctx.console.log(outcome.line)
     for reason in verdict.reasons:
         ctx.console.log(f"  {'BLOCK' if reason.blocking else 'note '} {reason.message}")
-    _finish(ctx, verdict=verdict.verdict, markdown=outcome.markdown, result=outcome.candidate,
-            pass_to_fail=list(verdict.pass_to_fail))
-    _comment(ctx, outcome.markdown)
+    markdown = (FORK_NOTE.format(docs=ctx.docs_url()) if ctx.event.fork else "") + outcome.markdown
+    html = render_html(outcome.candidate, baseline=outcome.baseline, verdict=verdict, cfg=cfg.report,
+                       redact=ctx.console.redact)
+    _finish(ctx, verdict=verdict.verdict, markdown=markdown, result=outcome.candidate,
+            pass_to_fail=list(verdict.pass_to_fail), html=html)
+    post_comment(ctx, markdown)
     ctx.set_status("failure" if verdict.blocked else "success", outcome.line)
     if verdict.blocked:
         ctx.console.error(outcome.line)
@@ -329,14 +205,84 @@ def _run_gate(ctx: _Context) -> int:
     return EXIT_OK
 
 
-def _run_baseline(ctx: _Context) -> int:
+def _run_shard(ctx: ActionContext) -> int:
+    """input shard (a matrix job): run that part of the subset and write its RunResult; no gate."""
+    cfg, shard = load_action_config(ctx), ctx.inputs.shard
+    golden = load_golden(cfg.golden)
+    subset = choose_subset(ctx, golden)
+    ev = prepare(cfg, subset=subset, env=ctx.app_env(), golden=golden, shard=shard)
+    with ctx.console.group(f"rageval shard {shard} of {len(ev.golden.cases)} cases"):
+        try:
+            result = ev.run(progress=Progress(ctx.console, f"rageval shard {shard}"))
+        finally:
+            _close_app(ev)
+    table = terminal.render_run_table(result)
+    ctx.console.log(table)
+    markdown = (f"### {cfg.report.title}: shard {shard}\n\n{len(result.cases)} of {len(ev.golden.cases)} cases. "
+                f"Upload `{ctx.inputs.results_path}` with `actions/upload-artifact`; one more job joins the parts "
+                f"(`mode: merge`) and gates the whole.\n\n```\n{table}\n```\n")
+    _finish(ctx, verdict="none", markdown=markdown, result=result, pass_to_fail=[],
+            html=render_html(result, cfg=cfg.report, redact=ctx.console.redact))
+    return EXIT_OK
+
+
+def _run_merge(ctx: ActionContext) -> int:
+    """merge: join the parts of a sharded run (input shards), then gate the whole as verify does."""
+    cfg = load_action_config(ctx)
+    files = sorted(Path(p) for p in glob.glob(str(ctx.path(ctx.inputs.shards)), recursive=True) if Path(p).is_file())
+    if not files:
+        raise ActionInputError(MSG_NO_SHARDS.format(pattern=ctx.inputs.shards, workspace=ctx.workspace))
+    with ctx.console.group(f"rageval merge: {len(files)} parts"):
+        merged = merge_shards([(load_result(f), str(f)) for f in files])
+        ctx.console.log(terminal.render_run_table(merged))
+    golden = load_golden(cfg.golden)
+    subset = choose_subset(ctx, golden)
+    ctx.comment_key = comment_key(ctx.inputs.config)
+    ctx.comment_enabled = ctx.inputs.comment and ctx.event.pr_number is not None
+    outcome = flow.gate(cfg, baseline_for(ctx, cfg), candidate=merged, expected=golden.subset(subset).cases,
+                        known_failures=known_failures_default("verify", ctx.event.name), full_report=ctx.report_url())
+    return _report(ctx, outcome, cfg)
+
+
+def _run_skipped(ctx: ActionContext) -> int:
+    """Input ``skip: true`` (the workflow found no RAG-relevant change): nothing is evaluated; the
+    check passes (status success, verdict ``skipped``), and a sticky comment left by an earlier run
+    of this pull request says so (none is created)."""
+    ctx.console.notice(MSG_SKIPPED)
+    body = SKIPPED_BODY.format(link=ctx.link())
+    summary, outputs = ctx.env.get("GITHUB_STEP_SUMMARY"), ctx.env.get("GITHUB_OUTPUT")
+    if summary:
+        append_text(summary, body)
+    if outputs:
+        for name, value in (("verdict", "skipped"), ("results", ""), ("report", ""), ("pass-to-fail", "")):
+            write_output(outputs, name, value)
+    ctx.comment_key = comment_key(ctx.inputs.config)
+    ctx.comment_enabled = ctx.inputs.comment and ctx.event.pr_number is not None
+    post_comment(ctx, body, create=False)
+    ctx.set_status("success", "rag-eval-gate: no RAG-relevant change")
+    return EXIT_OK
+
+
+def _close_app(ev: Evaluation) -> None:
+    """Stop the app's processes (a command app), so all they wrote is in the log before the verdict."""
+    close = getattr(ev.app, "close", None)
+    if callable(close):
+        close()
+
+
+def _run_baseline(ctx: ActionContext) -> int:
     """baseline: run every case ``repeats`` times and write the RunResult for upload."""
-    cfg = _load(ctx)
+    cfg = load_action_config(ctx)
     subset = None if ctx.inputs.subset in (None, ALL_CASES) else ctx.inputs.subset
-    ev = prepare(cfg, subset=subset, env=app_env(ctx.env))
+    ev = prepare(cfg, subset=subset, env=ctx.app_env(), shard=ctx.inputs.shard)
+    previous = previous_baseline(ctx, cfg)
     with ctx.console.group(f"rageval baseline: {len(ev.golden.cases)} cases × {ctx.inputs.repeats} repeats"):
-        result = flow.run_repeats(ev, ctx.inputs.repeats, progress=Progress(ctx.console, "rageval baseline"))
-    table, noise_line = report.render_run_table(result), report.render_noise(result)
+        try:
+            result = flow.run_repeats(ev, ctx.inputs.repeats, progress=Progress(ctx.console, "rageval baseline"),
+                                      previous=previous)
+        finally:
+            _close_app(ev)
+    table, noise_line = terminal.render_run_table(result), terminal.render_noise(result)
     ctx.console.log(table)
     ctx.console.log(noise_line)
     markdown = (f"### {cfg.report.title}: baseline\n\n"
@@ -344,13 +290,16 @@ def _run_baseline(ctx: _Context) -> int:
                 f"Upload `{ctx.inputs.results_path}` with `actions/upload-artifact` as "
                 f"`{ctx.inputs.baseline_artifact}` so pull requests compare against it.\n\n"
                 f"```\n{table}\n```\n\n{noise_line}\n")
-    _finish(ctx, verdict="none", markdown=markdown, result=result, pass_to_fail=[])
+    if ctx.report_url():
+        markdown += FULL_REPORT.format(url=ctx.report_url())
+    _finish(ctx, verdict="none", markdown=markdown, result=result, pass_to_fail=[],
+            html=render_html(result, cfg=cfg.report, redact=ctx.console.redact))
     ctx.set_status("success", f"{cfg.report.title}: baseline written ({len(result.cases)} cases)")
     return EXIT_OK
 
 
 def _start(env: Mapping[str, str], console: Console, now: datetime | None,
-           get_client: Callable[[], Any], status: StatusReporter | None) -> _Context:
+           get_client: Callable[[], Any], status: StatusReporter | None) -> ActionContext:
     inputs = parse_inputs(env)
     event = read_event(env)
     mode = resolve_mode(inputs.mode, event)
@@ -359,7 +308,7 @@ def _start(env: Mapping[str, str], console: Console, now: datetime | None,
     if inputs.mode == "auto":
         why += f" on {event.branch})" if event.branch else ")"
     console.log(f"rag-eval-gate: {why}, config {inputs.config}")
-    return _Context(env, inputs, event, mode, console, workspace, now, get_client, status)
+    return ActionContext(env, inputs, event, mode, console, workspace, now, get_client, status)
 
 
 def _lazy_client(env: Mapping[str, str], token: str | None,
@@ -398,7 +347,11 @@ def main(env: Mapping[str, str], *, stdout: TextIO | None = None, stderr: TextIO
     started = time.monotonic()
     try:
         ctx = _start(env, console, now, client, status)
-        code = _run_baseline(ctx) if ctx.mode == "baseline" else _run_gate(ctx)
+        if ctx.inputs.skip:
+            return _run_skipped(ctx)
+        with isolation(env, console) as ctx.app_home:
+            code = (_run_baseline(ctx) if ctx.mode == "baseline" else _run_merge(ctx) if ctx.mode == "merge"
+                    else _run_shard(ctx) if ctx.inputs.shard else _run_gate(ctx))
         console.log(f"done in {time.monotonic() - started:.1f} s, exit code {code}")
         return code
     except RagevalError as exc:
@@ -414,6 +367,22 @@ def main(env: Mapping[str, str], *, stdout: TextIO | None = None, stderr: TextIO
         console.error("Internal error in rageval (a bug); the traceback is in the log above. Please report it.")
         _status_error(status, EXIT_INTERNAL, "internal error (a bug); see the job log")
         return EXIT_INTERNAL
+
+
+def entry(environ: Mapping[str, str], argv: Sequence[str], executable: str) -> int:
+    """What entrypoint.py runs: re-start without the token in the process environment (see
+    `rageval.github.sandbox`), read it back from the pipe, then `main`."""
+    try:
+        drop_secrets_and_reexec(environ, argv, executable)   # returns only when there is nothing to drop
+        env = recover_secrets(environ)
+        keep_to_ourselves()
+    except ActionInputError as exc:
+        Console(sys.stdout, []).error(exc.message)
+        return exc.exit_code
+    except (OSError, RuntimeError) as exc:
+        Console(sys.stdout, []).error(f"rag-eval-gate could not start: {exc} (a bug; please report it)")
+        return EXIT_INTERNAL
+    return main(env)
 
 
 def _status_error(status: StatusReporter | None, code: int, message: str) -> None:

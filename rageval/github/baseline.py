@@ -2,22 +2,25 @@
 
 The newest non-expired results artifact produced by a workflow run on the base branch of *this*
 repository (`find_baseline_artifact`, `fetch_baseline`), downloaded through the one-minute signed
-storage URL without our token, and unpacked defensively in memory (`safe_extract_json`).
+storage URL without our token, unpacked defensively in memory (`safe_extract_json`), and read
+through ``RunResult.from_json`` like any other results file (a key twice, NaN, deep nesting and a
+wrong shape are refused the same way as through ``--baseline``).
 """
 
 from __future__ import annotations
 
 import io
-import json
 import logging
 import re
 import stat
 import zipfile
 import zlib
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 
 from rageval.errors import BaselineError, GithubError
-from rageval.github.client import GitHubClient, parse_time
+from rageval.github.client import GitHubClient, PageLimitReached, parse_time
+from rageval.results import RunResult
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +28,12 @@ DEFAULT_MAX_MEMBER_BYTES = 20 * 1024 * 1024
 DEFAULT_MAX_TOTAL_BYTES = 50 * 1024 * 1024
 MAX_ZIP_MEMBERS = 1000
 MAX_BASELINE_CANDIDATES = 10  # artifacts tried (410 Gone → next) before giving up
+TIP_REUPLOAD = "Re-run the baseline workflow on the base branch to upload a fresh artifact."
 _CHUNK = 64 * 1024
+MSG_PAGE_CAP = ("Stopped looking for a baseline after the newest {pages} pages of artifacts named '{name}' (GitHub "
+                "lists them newest first): none of them is a usable baseline from branch '{branch}' of this "
+                "repository. The gate goes on without a baseline. Delete old artifacts of that name (or give "
+                "`retention-days:` to actions/upload-artifact), or upload main's baseline under a name of its own.")
 
 
 def find_baseline_artifact(artifacts: list[dict], branch: str, now: datetime) -> list[dict]:
@@ -165,24 +173,29 @@ def fetch_baseline(
     member: str | None = None,
     max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES,
     max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES,
-) -> tuple[dict, dict] | None:
-    """Download and decode the newest usable baseline artifact: (run_result, artifact).
+    on_notice: Callable[[str], None] | None = None,
+) -> tuple[RunResult, dict] | None:
+    """Download and read the newest usable baseline artifact: (its RunResult, the artifact).
 
-    Candidates come from `find_baseline_artifact` (artifacts whose name is exactly ``name``).
-    A candidate that answers 410 Gone is skipped for the next one (at most
-    MAX_BASELINE_CANDIDATES are tried). Returns None when no candidate is left. The JSON member
+    Candidates come from `find_baseline_artifact` (artifacts whose name is exactly ``name``), page
+    by page (`_candidates`): the search stops at the first page that holds one that downloads, so
+    a repository with thousands of artifacts costs one or two requests. A candidate that answers
+    410 Gone is skipped for the next one (at most MAX_BASELINE_CANDIDATES are tried). Returns None
+    when no candidate is left; past the client's page cap ``on_notice`` is told so (MSG_PAGE_CAP)
+    and None is returned, the same as no baseline. The JSON member
     is the one whose file name is ``member`` if given, else the archive's only ``*.json`` member.
-    Raises BaselineError (naming the artifact's name and id) for an unsafe or unreadable
-    archive, and GithubError for any other API failure.
+    The member is read by ``RunResult.from_json`` (as ``--baseline`` reads a file), named
+    ``Baseline artifact '<name>' (id <id>), member '<file>'`` in messages. Raises BaselineError
+    (naming the artifact's name and id) for an unsafe or unreadable archive or RunResult, and
+    GithubError for any other API failure.
     """
     now = now or datetime.now(timezone.utc)
-    listed = [a for a in client.list_artifacts(owner, repo, name) if a.get("name") == name]
-    for art in find_baseline_artifact(listed, branch, now)[:MAX_BASELINE_CANDIDATES]:
+    for art in _candidates(client, (owner, repo, name, branch), now, on_notice):
         label = f"Baseline artifact '{name}' (id {art.get('id')})"
         try:
             data = client.download_artifact_zip(owner, repo, art["id"])
         except GithubError as exc:
-            if getattr(exc, "status", None) == 410:
+            if exc.status == 410:
                 log.info("%s is gone (410); trying the next one", label)
                 continue
             raise
@@ -193,18 +206,30 @@ def fetch_baseline(
         )
         chosen = _choose_member(members, member, label)
         try:
-            result = json.loads(members[chosen])
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise BaselineError(
-                f"{label}: '{chosen}' is not valid JSON ({exc}).",
-                tip="Re-run the baseline workflow on the base branch to upload a fresh artifact.",
-            ) from None
-        if not isinstance(result, dict):
-            raise BaselineError(
-                f"{label}: '{chosen}' holds a JSON {type(result).__name__}, not a RunResult object."
-            )
+            result = RunResult.from_json(members[chosen], f"{label}, member '{chosen}'", error=BaselineError)
+        except BaselineError as exc:
+            raise BaselineError(exc.message, tip=TIP_REUPLOAD) from None
         return result, art
     return None
+
+
+def _candidates(client: GitHubClient, where: tuple[str, str, str, str], now: datetime,
+                on_notice: Callable[[str], None] | None) -> Iterator[dict]:
+    """The usable artifacts of each page in turn, newest first within the page; the next page is
+    read only when the caller asks for more (every candidate so far was gone)."""
+    owner, repo, name, branch = where
+    tried = 0
+    try:
+        for page in client.artifact_pages(owner, repo, name):
+            listed = [a for a in page if isinstance(a, dict) and a.get("name") == name]
+            for art in find_baseline_artifact(listed, branch, now):
+                if tried == MAX_BASELINE_CANDIDATES:
+                    return
+                tried += 1
+                yield art
+    except PageLimitReached as exc:
+        if on_notice is not None:
+            on_notice(MSG_PAGE_CAP.format(pages=exc.pages, name=name, branch=branch))
 
 
 def _choose_member(members: dict[str, bytes], member: str | None, label: str) -> str:

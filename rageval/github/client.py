@@ -27,8 +27,10 @@ from rageval.parse import retry_after as parse_retry_after
 
 __all__ = [
     "API_VERSION",
+    "MAX_PAGES",
     "MAX_STATUS_DESCRIPTION",
     "GitHubClient",
+    "PageLimitReached",
     "github_error",
     "parse_time",
 ]
@@ -70,12 +72,14 @@ def github_error(
 ) -> GithubError:
     """A GithubError carrying ``.method``, ``.path``, ``.status`` (None: no HTTP answer) and
     ``.retry_at`` (when a rate limit resets, if known)."""
-    err = GithubError(message, tip=tip)
-    err.method = method  # type: ignore[attr-defined]
-    err.path = path  # type: ignore[attr-defined]
-    err.status = status  # type: ignore[attr-defined]
-    err.retry_at = retry_at  # type: ignore[attr-defined]
-    return err
+    return GithubError(message, tip=tip, method=method, path=path, status=status, retry_at=retry_at)
+
+
+class PageLimitReached(GithubError):
+    """A list had more than MAX_PAGES pages; ``.pages`` were read. A caller that can do with the
+    newest entries (the baseline search) turns it into a notice."""
+
+    pages: int = MAX_PAGES
 
 
 class _NoAuth(requests.auth.AuthBase):
@@ -160,18 +164,22 @@ class GitHubClient:
 
     # ------------------------------------------------------------------ operations
 
-    def list_artifacts(self, owner: str, repo: str, name: str) -> list[dict]:
-        """GET /repos/{owner}/{repo}/actions/artifacts?name=… — every page's ``artifacts``."""
+    def artifact_pages(self, owner: str, repo: str, name: str) -> Iterator[list[dict]]:
+        """GET /repos/{owner}/{repo}/actions/artifacts?name=… — one page's ``artifacts`` at a time,
+        read only when asked for (GitHub lists them newest first). More than MAX_PAGES pages raise
+        `PageLimitReached`."""
         path = f"/repos/{owner}/{repo}/actions/artifacts"
-        out: list[dict] = []
         for page in self._paginate(path, {"name": name}):
             if not isinstance(page, dict) or not isinstance(page.get("artifacts"), list):
                 raise github_error(
                     f"GitHub API GET {path} returned an unexpected body (no 'artifacts' list).",
                     method="GET", path=path, status=200,
                 )
-            out.extend(page["artifacts"])
-        return out
+            yield page["artifacts"]
+
+    def list_artifacts(self, owner: str, repo: str, name: str) -> list[dict]:
+        """Every page's ``artifacts`` (see `artifact_pages`)."""
+        return [art for page in self.artifact_pages(owner, repo, name) for art in page]
 
     def download_artifact_zip(self, owner: str, repo: str, artifact_id: int) -> bytes:
         """GET …/actions/artifacts/{id}/zip, then the 302 ``Location`` without our token.
@@ -278,11 +286,10 @@ class GitHubClient:
                     method="GET", path=path, status=resp.status_code,
                 )
             url, query = nxt, None  # the next link already carries the query
-        raise github_error(
-            f"GitHub API GET {path}: more than {MAX_PAGES} pages of {self.per_page} results;"
-            " stopped following the pagination links.",
-            method="GET", path=path, status=None,
-        )
+        err = PageLimitReached(f"GitHub API GET {path}: more than {MAX_PAGES} pages of {self.per_page} results;"
+                               " stopped following the pagination links.")
+        err.method, err.path, err.status, err.retry_at = "GET", path, None, None  # type: ignore[attr-defined]
+        raise err
 
     def _request(
         self,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from rageval.errors import GithubError
 from rageval.github.client import GitHubClient, parse_time
 
 MARKER_TEMPLATE = "<!-- rag-eval-gate:{key} -->"
@@ -22,29 +23,29 @@ def comment_marker(key: str) -> str:
     return MARKER_TEMPLATE.format(key=key)
 
 
-def is_bot_comment(comment: dict, logins: tuple[str, ...] = ()) -> bool:
-    """Written by a bot account: ``user.type`` is ``Bot`` (every GitHub App, GITHUB_TOKEN's
-    ``github-actions[bot]`` included), or the author is one of ``logins`` (the token's own login,
-    where it is known)."""
+def is_ours(comment: dict, logins: tuple[str, ...] = (ACTIONS_BOT,)) -> bool:
+    """Written by us: the author's login is one of ``logins`` — the login our own POST returned,
+    ``github-actions[bot]`` (the default token's) until one did. Another GitHub App's comment
+    (``user.type`` Bot too) or a person's is never ours, whatever it says."""
     user = comment.get("user")
-    if not isinstance(user, dict):
-        return False
-    return user.get("type") == "Bot" or user.get("login") in (ACTIONS_BOT, *logins)
+    return isinstance(user, dict) and isinstance(user.get("login"), str) and user["login"] in logins
 
 
 def upsert_comment(
     client: GitHubClient, owner: str, repo: str, number: int, key: str, body: str,
-    *, logins: tuple[str, ...] = (),
-) -> dict:
+    *, logins: tuple[str, ...] = (ACTIONS_BOT,), create: bool = True,
+) -> dict | None:
     """Create or update the one PR/issue comment that carries the marker for ``key``.
 
-    The posted body is the marker on its own line followed by ``body``. Our comment is one written
-    by a bot account (`is_bot_comment`) whose body *starts* with the marker: a person's comment is
-    never adopted or overwritten, whatever it says. Every page of comments is read; if several
-    bot comments carry the marker (two runs raced), the newest by ``created_at`` (then id) is
-    updated and the others are left alone. An unchanged body is not re-sent. Raises ValueError when the body with the marker exceeds MAX_COMMENT_CHARS — fitting
-    the report is the report module's job — and GithubError on API failures (a 403 means the
-    token is read-only, e.g. a fork PR).
+    The posted body is the marker on its own line followed by ``body``. Our comment is one whose
+    author is ours (`is_ours`) and whose body *starts* with the marker. Every page of comments is
+    read; if several of ours carry the marker (two runs raced), the newest by ``created_at`` (then
+    id) is updated and the others are left alone. An unchanged body is not re-sent. When the edit
+    is refused (403 or 404: the comment was deleted, locked, or is not ours to edit after all), a
+    new comment is created instead. Raises ValueError when the body with the marker exceeds
+    MAX_COMMENT_CHARS — fitting the report is the report module's job — and GithubError on API
+    failures (a 403 on creating means the token is read-only, e.g. a fork PR). With
+    ``create=False`` only an existing comment is updated: None when there is none.
     """
     marker = comment_marker(key)
     full = f"{marker}\n{body}"
@@ -57,10 +58,10 @@ def upsert_comment(
         c
         for c in client.list_issue_comments(owner, repo, number)
         if isinstance(c, dict) and isinstance(c.get("body"), str) and c["body"].lstrip().startswith(marker)
-        and is_bot_comment(c, logins)
+        and is_ours(c, logins)
     ]
     if not ours:
-        return client.create_issue_comment(owner, repo, number, full)
+        return client.create_issue_comment(owner, repo, number, full) if create else None
 
     def newest(c: dict) -> tuple[float, int]:
         created = parse_time(c.get("created_at"))
@@ -69,4 +70,9 @@ def upsert_comment(
     target = max(ours, key=newest)
     if target.get("body") == full:
         return target
-    return client.update_issue_comment(owner, repo, target["id"], full)
+    try:
+        return client.update_issue_comment(owner, repo, target["id"], full)
+    except GithubError as exc:
+        if getattr(exc, "status", None) not in (403, 404):
+            raise
+    return client.create_issue_comment(owner, repo, number, full)

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rageval.errors import ActionInputError, did_you_mean
+from rageval.errors import ActionInputError, RagevalError, did_you_mean
+from rageval.results import Shard
 
-MODES = ("auto", "gate", "baseline", "verify")
+MODES = ("auto", "gate", "baseline", "verify", "merge")
 PR_EVENTS = ("pull_request", "pull_request_target")
 ALL_CASES = "all"
 DEFAULT_GATE_SUBSET = "pr"
@@ -34,13 +35,17 @@ INPUT_DEFAULTS: dict[str, str] = {
     "comment": "true",
     "results-path": "rageval-results.json",
     "status-context": "",
+    "skip": "false",
+    "shard": "",
+    "shards": "rageval-shards/**/*.json",
 }
 
 _TRUE = ("true", "True", "TRUE")
 _FALSE = ("false", "False", "FALSE")
 _ARTIFACT_NAME_RE = re.compile(r'^[^"\\:<>|*?\r\n/]+$')  # what actions/upload-artifact accepts
 
-MSG_BAD_MODE = "Input 'mode' is {value!r}; use one of: auto, gate, baseline, verify{hint}."
+MSG_BAD_MODE = "Input 'mode' is {value!r}; use one of: auto, gate, baseline, verify, merge{hint}."
+MSG_SHARD_MERGE = "Inputs 'shard' and 'mode: merge' go to different jobs: the matrix jobs run a shard, one more job merges."
 MSG_BAD_REPEATS = "Input 'repeats' is {value!r}; it must be a whole number from 1 to 100 (runs used to measure noise)."
 MSG_BAD_BOOL = ("Input '{name}' is {value!r}; it must be true or false (as in YAML: "
                 "true | True | TRUE | false | False | FALSE).")
@@ -77,6 +82,9 @@ class Inputs:
     comment: bool
     results_path: str
     status_context: str | None
+    skip: bool = False            # true: nothing RAG-relevant changed; pass without evaluating
+    shard: Shard | None = None    # run only this part of the cases (a matrix job)
+    shards: str = INPUT_DEFAULTS["shards"]   # merge mode: a glob of the parts' RunResults
 
     def __repr__(self) -> str:  # never show the token
         shown = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "token"}
@@ -109,6 +117,14 @@ def parse_inputs(env: Mapping[str, str]) -> Inputs:
     status = text("status-context") or None
     if status is not None and len(status) >= 255:
         raise ActionInputError(MSG_BAD_STATUS.format(length=len(status)))
+    shard = None
+    if text("shard"):
+        try:
+            shard = Shard.parse(text("shard"), what="Input 'shard'")
+        except RagevalError as exc:
+            raise ActionInputError(exc.message) from None
+        if mode == "merge":
+            raise ActionInputError(MSG_SHARD_MERGE)
     return Inputs(
         config=text("config"),
         mode=mode,
@@ -121,6 +137,9 @@ def parse_inputs(env: Mapping[str, str]) -> Inputs:
         comment=_bool_input(env, "comment"),
         results_path=text("results-path"),
         status_context=status,
+        skip=_bool_input(env, "skip"),
+        shard=shard,
+        shards=text("shards"),
     )
 
 
@@ -136,6 +155,7 @@ class Event:
                                   # the merge group's head_sha
     sha: str | None               # GITHUB_SHA
     default_branch: str | None    # repository.default_branch
+    fork: bool = False            # a pull request whose head is another repository (no secrets there)
 
     @property
     def branch(self) -> str | None:
@@ -177,7 +197,19 @@ def read_event(env: Mapping[str, str]) -> Event:
         head_sha=_text(_get(payload, "pull_request", "head", "sha")) or _text(_get(payload, "merge_group", "head_sha")),
         sha=env.get("GITHUB_SHA") or None,
         default_branch=_text(_get(payload, "repository", "default_branch")),
+        fork=_from_fork(payload),
     )
+
+
+def _from_fork(payload: dict) -> bool:
+    """A pull request from a fork: ``head.repo.fork``, or a head repository other than the base's."""
+    head, base = _get(payload, "pull_request", "head", "repo"), _get(payload, "pull_request", "base", "repo")
+    if not isinstance(head, dict):
+        return False
+    if head.get("fork") is True:
+        return True
+    names = head.get("full_name"), base.get("full_name") if isinstance(base, dict) else None
+    return all(isinstance(n, str) for n in names) and names[0] != names[1]
 
 
 def _text(value: Any) -> str | None:

@@ -20,14 +20,15 @@ from __future__ import annotations
 
 import os
 import secrets
+import threading
 import unicodedata
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TextIO
 
-from rageval.errors import RagevalError
-from rageval.gate.report import printable
+from rageval.files import append_text
+from rageval.gate.markdown import printable
 
 #: what ``##[`` becomes in printed text: visible, and not ``##[`` under any string comparison
 #: (a zero-width character would not do: .NET's culture-sensitive IndexOf ignores it).
@@ -65,6 +66,7 @@ class Console:
     def __init__(self, out: TextIO, secrets_: list[str]) -> None:
         self.out = out
         self.secrets = secrets_
+        self._lock = threading.Lock()   # a command app's stderr is printed from its own thread
 
     def redact(self, text: str) -> str:
         """Every secret, and every line of a multi-line secret, replaced with ``***``."""
@@ -74,8 +76,9 @@ class Console:
         return text
 
     def _write(self, text: str) -> None:
-        self.out.write(text)
-        self.out.flush()
+        with self._lock:     # one block (a stop-commands block too) is one write, never interleaved
+            self.out.write(text)
+            self.out.flush()
 
     def _command(self, name: str, message: str) -> None:
         self._write(f"::{name}::{escape_data(self.redact(message))}\n")
@@ -127,16 +130,6 @@ def write_output(path: str | os.PathLike[str], name: str, value: str) -> None:
         if delimiter not in value and delimiter not in name:
             break
     append_text(path, f"{name}<<{delimiter}\n{value}\n{delimiter}")
-
-
-def append_text(path: str | os.PathLike[str], text: str) -> None:
-    """Append to a runner file ($GITHUB_OUTPUT, $GITHUB_STEP_SUMMARY); a full disk or a missing
-    folder is a RagevalError naming the file (exit 2), never a traceback."""
-    try:
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write(text if text.endswith("\n") else text + "\n")
-    except OSError as exc:
-        raise RagevalError(f"{path}: could not append to the runner's file ({exc.strerror or exc}).") from None
 
 
 class Progress:

@@ -1,14 +1,14 @@
 """The golden file as committed in git: at one ref (the base of a pull request, by default) and
 over its recent commits, as :class:`~rageval.golden.lifecycle.Reference` records the lifecycle
 checks hold the working copy to. git is run with a timeout; when it is missing, hangs or the file
-is not in a work tree, the functions say why instead of raising.
+is not in a work tree, the functions say why instead of raising. Nothing here reads the
+environment: the caller passes the pull request's base branch in.
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from rageval.errors import DatasetError
@@ -19,11 +19,10 @@ GIT_TIMEOUT_S = 10
 GIT_HISTORY_COMMITS = 50        # how far back `validate` and `golden add` look for ids used before
 
 
-def default_git_ref(env: Mapping[str, str] | None = None) -> str:
-    """``origin/<base branch>`` on a pull request in GitHub Actions, else ``HEAD``."""
-    env = os.environ if env is None else env
-    base = env.get("GITHUB_BASE_REF")
-    return f"origin/{base}" if base else "HEAD"
+def default_git_ref(base_branch: str | None) -> str:
+    """``origin/<base branch>`` for a pull request's base branch (the caller reads it from where its
+    CI keeps it), else ``HEAD``."""
+    return f"origin/{base_branch}" if base_branch else "HEAD"
 
 
 def _git(args: Sequence[str], cwd: Path) -> subprocess.CompletedProcess[bytes] | None:

@@ -19,15 +19,17 @@ from typing import Any
 
 import numpy as np
 
-from rageval.config import Config
+from rageval.errors import ConfigError, did_you_mean
 from rageval.golden.corpus import Corpus
 from rageval.golden.set import HOLDOUT_TAG, Case, GoldenSet, is_holdout, slice_labels
 from rageval.metrics.numbers import extract_quantities
+from rageval.records import Record
 from rageval.results import GoldenInfo
+from rageval.settings import Config
 from rageval.text import folded_words
 
 #: Fields of a case compared by the golden diff, in the order the report names them.
-DIFF_FIELDS = ("question", "expected_sections", "expected_answer", "must_include", "must_not_include",
+DIFF_FIELDS = ("question", "expected_sections", "grades", "expected_answer", "must_include", "must_not_include",
                "out_of_scope", "slice", "tags", "source")
 #: Two questions under one id whose folded word sets overlap less than this are different questions.
 SAME_QUESTION_JACCARD = 0.5
@@ -36,10 +38,6 @@ LEAK_MIN_WORDS = 4
 LEAK_NGRAM = 3
 _LEAK_TEXTS = 2000             # places read into one numpy pass of the leak check
 COVERAGE_LISTED = 100          # per-section counts `validate` prints by name
-
-def _words(text: str) -> list[str]:
-    return folded_words(text)
-
 
 # --- snapshots (what a RunResult records) ---------------------------------------------------
 
@@ -59,6 +57,20 @@ def golden_snapshot(golden: GoldenSet, units: Sequence[str] | None = None) -> di
         data["numbers"] = expected_numbers(case, units)
         out[case.id] = data
     return out
+
+
+def cases_from_snapshot(snapshot: Mapping[str, Mapping[str, Any]]) -> tuple[Case, ...]:
+    """The golden cases a snapshot (``golden_snapshot``, a RunResult's ``golden.cases``) records."""
+    fields = ("question", "expected_sections", "expected_answer", "source", "slice", "tags", "must_include",
+              "must_not_include", "out_of_scope")
+    out = []
+    for case_id, data in snapshot.items():
+        values = {k: data[k] for k in fields if data.get(k) is not None}
+        for key in ("expected_sections", "tags", "must_include", "must_not_include"):
+            if key in values:
+                values[key] = tuple(values[key])
+        out.append(Case(id=case_id, **values))
+    return tuple(out)
 
 
 def corpus_snapshot(corpus: Corpus, golden: GoldenSet, units: Sequence[str] | None = None
@@ -129,7 +141,7 @@ def reused_ids(history: Sequence[Reference], current: Reference, where: str, *, 
 
 
 def _different_question(before: str, after: str) -> bool:
-    a, b = set(_words(before)), set(_words(after))
+    a, b = set(folded_words(before)), set(folded_words(after))
     if not a or not b:
         return a != b
     return len(a & b) / len(a | b) < SAME_QUESTION_JACCARD
@@ -158,18 +170,38 @@ def _ids(ids: Sequence[str], limit: int = 10) -> str:
 
 # --- golden diff -----------------------------------------------------------------------------
 
-def golden_diff(before: Mapping[str, Mapping[str, Any]], after: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ChangedCase(Record):
+    """A case whose id stayed and whose content did not: the fields that changed (DIFF_FIELDS order)."""
+
+    id: str
+    fields: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class GoldenDiff(Record):
+    """Cases added, removed and changed between two golden snapshots."""
+
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    changed: tuple[ChangedCase, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed or self.changed)
+
+
+def golden_diff(before: Mapping[str, Mapping[str, Any]], after: Mapping[str, Mapping[str, Any]]) -> GoldenDiff:
     """Cases added, removed and changed (with the fields that changed) between two snapshots."""
     changed = []
     for case_id, now in after.items():
         old = before.get(case_id)
         if old is None:
             continue
-        fields = [f for f in DIFF_FIELDS if _norm(old.get(f)) != _norm(now.get(f))]
+        fields = tuple(f for f in DIFF_FIELDS if _norm(old.get(f)) != _norm(now.get(f)))
         if fields:
-            changed.append({"id": case_id, "fields": fields})
-    return {"added": [i for i in after if i not in before], "removed": [i for i in before if i not in after],
-            "changed": changed}
+            changed.append(ChangedCase(case_id, fields))
+    return GoldenDiff(tuple(i for i in after if i not in before), tuple(i for i in before if i not in after),
+                      tuple(changed))
 
 
 def _norm(value: Any) -> Any:
@@ -185,7 +217,7 @@ def _norm(value: Any) -> Any:
 # --- policy drift ----------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class SectionChange:
+class SectionChange(Record):
     section: str
     removed: tuple[str, ...]      # quantities the old text stated and the new one does not
     added: tuple[str, ...]
@@ -254,17 +286,25 @@ def drift_messages(drifts: Sequence[Drift]) -> list[tuple[str, str, list[str]]]:
     return out
 
 
+def drift_since(base_sections: Mapping[str, Mapping[str, Any]] | None, golden: GoldenSet, corpus: Corpus,
+                units: Sequence[Any] | None = None) -> list[tuple[str, str, list[str]]]:
+    """Policy drift of the working copy (``golden`` and ``corpus`` as they are now) against the corpus
+    snapshot of an earlier RunResult: :func:`drift_messages` of :func:`policy_drift` — what
+    `rageval validate --baseline` reports before anything runs. Nothing without a snapshot."""
+    if base_sections is None:
+        return []
+    sections = corpus_snapshot(corpus, golden, units)
+    return drift_messages(policy_drift(base_sections, sections, golden_snapshot(golden, units))[1])
+
+
 # --- leaks -----------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class Leak:
+class Leak(Record):
     case: str
     where: str                    # "prompt.j2 line 12", "corpus DT-3 (doi-tra)"
     overlap: float                # share of the question's word 3-grams found there
     holdout: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"case": self.case, "where": self.where, "overlap": self.overlap, "holdout": self.holdout}
 
     def message(self) -> str:
         who = "a holdout case" if self.holdout else self.case
@@ -287,7 +327,7 @@ def find_leaks(cases: Iterable[Case], places: Sequence[tuple[str, str, bool]], m
     against ten thousand sections: a fraction of a second)."""
     asked: list[tuple[Case, set[tuple[str, ...]]]] = []
     for case in cases:
-        words = _words(case.question)
+        words = folded_words(case.question)
         grams = _ngrams(words)
         if len(words) >= LEAK_MIN_WORDS and grams:
             asked.append((case, grams))
@@ -302,7 +342,7 @@ def find_leaks(cases: Iterable[Case], places: Sequence[tuple[str, str, bool]], m
         where = label
         if by_line:
             lines = text.splitlines()
-            best = max(range(len(lines)), key=lambda i: len(grams & _ngrams(_words(lines[i]))))
+            best = max(range(len(lines)), key=lambda i: len(grams & _ngrams(folded_words(lines[i]))))
             where = f"{label} line {best + 1}"
         leaks.append(Leak(case.id, where, round(overlap, 3), HOLDOUT_TAG in case.tags))
     order = {case.id: n for n, (case, _) in enumerate(asked)}
@@ -329,7 +369,7 @@ def _gram_hits(questions: Sequence[set[tuple[str, ...]]], texts: Sequence[str]) 
     for first in range(0, len(texts), _LEAK_TEXTS):        # a few hundred thousand words at a time
         ids: list[int] = []
         for text in texts[first:first + _LEAK_TEXTS]:
-            ids.extend([index.get(w, -1) for w in _words(text)])
+            ids.extend([index.get(w, -1) for w in folded_words(text)])
             ids.append(-2)                                  # the end of a text: no 3-gram spans two
         words = np.array(ids, dtype=np.int64)
         ends = words == -2
@@ -359,8 +399,24 @@ def leak_places(prompt: Path | None, extra: Sequence[Path], corpus: Corpus, root
 
 # --- coverage --------------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class Coverage(Record):
+    """Cases per source section and per slice value (whole golden set); sections with fewer than
+    ``min_cases`` cases and gated slices with no case."""
+
+    by_section: Mapping[str, int]
+    by_slice: Mapping[str, int]
+    thin_sections: tuple[str, ...]
+    empty_slices: tuple[str, ...]
+    min_cases: int
+
+    @property
+    def n_covered(self) -> int:
+        return sum(1 for n in self.by_section.values() if n)
+
+
 def coverage(golden: GoldenSet, section_ids: Sequence[str], gated_slices: Iterable[str],
-             min_cases: int) -> dict[str, Any]:
+             min_cases: int) -> Coverage:
     """Cases per source section and per slice value (whole golden set); sections with fewer than
     ``min_cases`` cases and gated slices with no case."""
     cases = golden.full.cases
@@ -371,13 +427,26 @@ def coverage(golden: GoldenSet, section_ids: Sequence[str], gated_slices: Iterab
             by_section[section] = by_section.get(section, 0) + 1
         for label in slice_labels(case.slice):
             by_slice[label] = by_slice.get(label, 0) + 1
-    return {"by_section": by_section, "by_slice": dict(sorted(by_slice.items())),
-            "thin_sections": [s for s, n in by_section.items() if n < min_cases],
-            "empty_slices": [s for s in gated_slices if by_slice.get(s, 0) == 0],
-            "min_cases": min_cases}
+    return Coverage(by_section, dict(sorted(by_slice.items())),
+                    tuple(s for s, n in by_section.items() if n < min_cases),
+                    tuple(s for s in gated_slices if by_slice.get(s, 0) == 0), min_cases)
 
 
-def check_golden(cfg: Config, golden: GoldenSet, corpus: Corpus) -> tuple[list[Leak] | None, dict[str, Any]]:
+MSG_UNKNOWN_SLICE = ("{path}: gate.slices: no case of {golden} has the slice label '{label}'{hint}, so that gate "
+                     "could never apply. Labels in the golden set: {known}.")
+
+
+def check_slice_gates(cfg: Config, golden: GoldenSet) -> None:
+    """Every gated slice label (``type=injection``) is one some case of the whole golden set has: a
+    typo would otherwise be a slice of 0 cases, "insufficient data", never gated. ConfigError."""
+    known = sorted({label for case in golden.full.cases for label in slice_labels(case.slice)})
+    for label in cfg.gate.slices:
+        if label not in known:
+            raise ConfigError(MSG_UNKNOWN_SLICE.format(path=cfg.path, golden=golden.path.name, label=label,
+                                                       hint=did_you_mean(label, known), known=", ".join(known) or "none"))
+
+
+def audit_golden(cfg: Config, golden: GoldenSet, corpus: Corpus) -> tuple[list[Leak] | None, Coverage]:
     """The golden set's own checks as `validate` and every RunResult report them: leaks (None when
     ``golden_checks.leaks`` is off) and coverage, both over the whole golden set."""
     gc = cfg.golden_checks
@@ -388,17 +457,17 @@ def check_golden(cfg: Config, golden: GoldenSet, corpus: Corpus) -> tuple[list[L
     return leaks, coverage(golden, corpus.ids(), cfg.gate.slices, gc.min_cases_per_section)
 
 
-def coverage_lines(cov: Mapping[str, Any]) -> list[str]:
+def coverage_lines(cov: Coverage) -> list[str]:
     """The coverage summary `rageval validate` prints."""
-    sections = cov["by_section"]
+    sections = cov.by_section
     listed = ", ".join(f"{s} {n}" for s, n in list(sections.items())[:COVERAGE_LISTED])
     if len(sections) > COVERAGE_LISTED:
         listed += f" …and {len(sections) - COVERAGE_LISTED} more (all in golden_checks.coverage of `rageval run --out`)"
-    lines = [f"coverage: {sum(1 for n in sections.values() if n)}/{len(sections)} sections have a case; "
+    lines = [f"coverage: {cov.n_covered}/{len(sections)} sections have a case; "
              f"cases per section: {listed}"]
-    lines.append("coverage: cases per slice: " + (", ".join(f"{s} {n}" for s, n in cov["by_slice"].items()) or "none"))
-    if cov["thin_sections"]:
-        lines.append(f"coverage: sections with fewer than {cov['min_cases']} cases: {', '.join(cov['thin_sections'])}")
-    if cov["empty_slices"]:
-        lines.append(f"coverage: gated slices with no case: {', '.join(cov['empty_slices'])}")
+    lines.append("coverage: cases per slice: " + (", ".join(f"{s} {n}" for s, n in cov.by_slice.items()) or "none"))
+    if cov.thin_sections:
+        lines.append(f"coverage: sections with fewer than {cov.min_cases} cases: {', '.join(cov.thin_sections)}")
+    if cov.empty_slices:
+        lines.append(f"coverage: gated slices with no case: {', '.join(cov.empty_slices)}")
     return lines

@@ -20,7 +20,8 @@ import yaml
 
 from rageval.errors import DatasetError, did_you_mean
 from rageval.parse import load_json, load_yaml_node, read_bytes
-from rageval.results import HOLDOUT_TAG, CaseResult, slice_labels
+from rageval.records import HOLDOUT_TAG, CaseResult, slice_labels
+from rageval.text import normalize
 
 CASE_KEYS = ("id", "question", "expected_sections", "expected_answer", "source", "slice", "tags",
              "must_include", "must_not_include", "out_of_scope")
@@ -32,6 +33,10 @@ TOP_KEYS = ("dataset", "version", "changelog", "created", "description", "cases"
 MSG_DUPLICATE = "{path}: case id '{id}' appears twice ({where}). Give every case a unique id."
 MSG_UNKNOWN_SECTION = ("{path}: case '{id}' expects section '{section}', which no corpus document has{hint}. "
                        "Fix the label, or add a '## {section} …' heading to the corpus.")
+MSG_EMPTY_PHRASE = ("{where}: '{key}' item {n} is empty; a rule phrase needs words (the answer is searched "
+                    "for it). Remove the item or write the phrase.")
+MSG_GRADES = ("{where}: 'expected_sections' grades must be whole numbers ≥ 0, e.g. {{DT-1: 2, DT-3: 1}} "
+              "(0: judged not relevant), got {got!r} for '{section}'.")
 MSG_EMPTY_SUBSET = "{path}: no case is tagged '{subset}'. Tag cases with `tags: [{subset}]`, or run without --subset."
 
 
@@ -47,16 +52,26 @@ class Case:
     must_include: tuple[str, ...] = ()
     must_not_include: tuple[str, ...] = ()
     out_of_scope: bool = False
+    grades: Mapping[str, int] = field(default_factory=dict)   # graded expected_sections; empty: grade 1 each
+
+    def relevance(self) -> dict[str, int]:
+        """Expected section → grade (1 each when the case lists its sections without grades)."""
+        return {s: self.grades.get(s, 1) for s in self.expected_sections}
 
     def slice_labels(self) -> list[str]:
         """``type=lookup``-style labels, one per slice key, used for by-slice aggregates."""
         return slice_labels(self.slice)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "question": self.question, "expected_sections": list(self.expected_sections),
-                "expected_answer": self.expected_answer, "source": self.source, "slice": dict(self.slice),
-                "tags": list(self.tags), "must_include": list(self.must_include),
-                "must_not_include": list(self.must_not_include), "out_of_scope": self.out_of_scope}
+        """The case's fields (the golden snapshot of a RunResult, the content hash); ``grades``
+        only for a graded case, so the hash of an ungraded set is what it was before grades."""
+        out = {"id": self.id, "question": self.question, "expected_sections": list(self.expected_sections),
+               "expected_answer": self.expected_answer, "source": self.source, "slice": dict(self.slice),
+               "tags": list(self.tags), "must_include": list(self.must_include),
+               "must_not_include": list(self.must_not_include), "out_of_scope": self.out_of_scope}
+        if self.grades:
+            out["grades"] = dict(self.grades)
+        return out
 
 
 def is_holdout(*cases: Mapping[str, Any] | CaseResult | None) -> bool:
@@ -210,16 +225,18 @@ def _cases(items: list[Any], path: Path, lines: Sequence[int | None]) -> tuple[C
         question = item.get("question")
         if not isinstance(question, str) or not question.strip():
             raise DatasetError(f"{where}: missing 'question' (the text a user would ask).")
+        sections, grades = _expected(item.get("expected_sections", []), where)
         out.append(Case(
             id=case_id,
             question=question,
-            expected_sections=_str_list(item.get("expected_sections", []), "expected_sections", where),
+            expected_sections=sections,
+            grades=grades,
             expected_answer=_str(item.get("expected_answer", ""), "expected_answer", where),
             source=_str(item.get("source", ""), "source", where),
             slice=_slice(item.get("slice", {}), where),
             tags=_str_list(item.get("tags", []), "tags", where),
-            must_include=_str_list(item.get("must_include", []), "must_include", where),
-            must_not_include=_str_list(item.get("must_not_include", []), "must_not_include", where),
+            must_include=_phrases(item.get("must_include", []), "must_include", where),
+            must_not_include=_phrases(item.get("must_not_include", []), "must_not_include", where),
             out_of_scope=_bool(item.get("out_of_scope", False), where),
         ))
         case = out[-1]
@@ -227,6 +244,20 @@ def _cases(items: list[Any], path: Path, lines: Sequence[int | None]) -> tuple[C
             raise DatasetError(f"{where}: give 'expected_sections' and/or 'expected_answer', "
                                "or mark the case `out_of_scope: true`.")
     return tuple(out)
+
+
+def _expected(value: Any, where: str) -> tuple[tuple[str, ...], dict[str, int]]:
+    """``expected_sections``: a list of ids (grade 1 each) or a mapping id → grade (graded relevance)."""
+    if not isinstance(value, dict):
+        return _str_list(value, "expected_sections", where), {}
+    grades: dict[str, int] = {}
+    for section, grade in value.items():
+        if isinstance(section, bool) or not isinstance(section, (str, int)) or str(section) == "":
+            raise DatasetError(f"{where}: 'expected_sections' keys must be section ids, got {section!r}.")
+        if isinstance(grade, bool) or not isinstance(grade, int) or grade < 0:
+            raise DatasetError(MSG_GRADES.format(where=where, got=grade, section=section))
+        grades[str(section)] = grade
+    return tuple(grades), grades
 
 
 def _str(value: Any, key: str, where: str) -> str:
@@ -245,6 +276,16 @@ def _str_list(value: Any, key: str, where: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in value):
         raise DatasetError(f"{where}: '{key}' must be a list of strings, e.g. [DT-1], got {value!r}.")
     return tuple(str(v) for v in value)
+
+
+def _phrases(value: Any, key: str, where: str) -> tuple[str, ...]:
+    """must_include / must_not_include: strings with words (compared as ``rageval.text.normalize``
+    makes them, so one of spaces only is as empty as "")."""
+    phrases = _str_list(value, key, where)
+    for n, phrase in enumerate(phrases, 1):
+        if not normalize(phrase):
+            raise DatasetError(MSG_EMPTY_PHRASE.format(where=where, key=key, n=n))
+    return phrases
 
 
 def _slice(value: Any, where: str) -> dict[str, Any]:

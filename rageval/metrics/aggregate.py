@@ -1,20 +1,11 @@
-"""Per-case values and the summary of a run: one definition for the runner, the gate and the stats.
+"""The summary of a run: one definition for the runner, the gate and the stats.
 
-``case_value(case, metric)`` is the number one case contributes to a summary metric (None when the
-case is left out of that metric's mean); ``summarize`` is the mean of those values. So a summary
-can always be recomputed from the cases, and a paired comparison of two runs uses exactly the
-values the summaries were made of.
-
-Rules (docs/runresult.md):
-
-* retrieval metrics (``hit@3``, ``mrr@5``, …): the case's own value; cases without one (out of
-  scope, no retrieval list) are left out;
-* ``context_tokens``: the tokens handed to the generator, errored cases left out;
-* ``pass_rate``: 1 when every applicable check passed, else 0 — an errored case counts as not
-  passing (the gate's ``errors`` policy decides what an error means);
-* check rates (``numbers_pass``, ``refusal_pass``, ``judge_pass``, ``rules_pass``): 1/0 over the
-  cases where the check applied; skipped checks and errored cases are left out;
-* ``faithfulness`` / ``groundedness``: the faithfulness check's share of supported claims.
+``summarize`` is the mean of each summary metric's per-case values (``registry.case_value``: the
+case's own retrieval value, or what its declaration says — a check rate, a count, a detail), so a
+summary can always be recomputed from the cases, and a paired comparison of two runs uses exactly
+the values the summaries were made of. ``verdict_of`` is the one rule that turns a case's checks
+into its verdict. Which metrics there are, and how each per-case value is made, is declared in
+``rageval.metrics.registry`` (docs/runresult.md lists them).
 
 An aggregate over nothing is None ("n/a"), never NaN. Pure functions, no I/O.
 """
@@ -22,20 +13,11 @@ An aggregate over nothing is None ("n/a"), never NaN. Pure functions, no I/O.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
-from rageval.metrics.base import parse_metric
-from rageval.results import ERROR, FAIL, PASS, CaseResult, CheckResult, RunResult, Summary
-
-#: summary rate -> the checks whose statuses give its per-case 1/0 value
-CHECK_RATES: dict[str, tuple[str, ...]] = {
-    "numbers_pass": ("numbers",),
-    "refusal_pass": ("refusal",),
-    "judge_pass": ("judge",),
-    "rules_pass": ("must_include", "must_not_include"),
-}
-#: the summary metrics every run has besides its retrieval metrics, in report order
-GENERATION_SUMMARY = ("context_tokens", "pass_rate", "numbers_pass", "refusal_pass", "judge_pass", "rules_pass",
-                      "faithfulness", "groundedness")
+from rageval.metrics.registry import case_value, parse_metric, summary_metric_names
+from rageval.records import ERROR, FAIL, CaseResult, CheckResult
+from rageval.results import RunResult, Summary
 
 
 def verdict_of(checks: Mapping[str, CheckResult], app_error: str | None = None
@@ -72,42 +54,6 @@ def recomputed(run: RunResult) -> RunResult:
     return run.replace(cases=cases, summary=summarize(cases, run.metric_names))
 
 
-def _check_rate(case: CaseResult, names: tuple[str, ...]) -> float | None:
-    if case.error:
-        return None
-    statuses = [case.status(n) for n in names]
-    applied = [s for s in statuses if s in (PASS, FAIL, ERROR)]
-    if not applied:
-        return None
-    return 1.0 if all(s == PASS for s in applied) else 0.0
-
-
-def is_retrieval_metric(metric: str) -> bool:
-    """Whether ``metric`` names a retrieval metric (``mrr@5``, ``recall@800tok``, …)."""
-    try:
-        return parse_metric(metric).is_retrieval
-    except ValueError:
-        return False
-
-
-def case_value(case: CaseResult, metric: str) -> float | None:
-    """The value ``case`` contributes to the summary metric ``metric`` (see the module docstring)."""
-    if metric == "pass_rate":
-        return 1.0 if case.passed is True else 0.0
-    if metric in CHECK_RATES:
-        return _check_rate(case, CHECK_RATES[metric])
-    if metric == "context_tokens":
-        return None if case.error or case.context_tokens is None else float(case.context_tokens)
-    if metric in ("faithfulness", "groundedness"):
-        check = case.checks.get("faithfulness")
-        value = None if check is None else check.details.get(metric)
-        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-    if not is_retrieval_metric(metric):
-        return None
-    value = case.metrics.get(metric)
-    return None if value is None else float(value)
-
-
 def mean(values: Iterable[float | None]) -> float | None:
     """Mean of the non-null values rounded to 6 decimals; None for none."""
     kept = [v for v in values if v is not None]
@@ -116,7 +62,7 @@ def mean(values: Iterable[float | None]) -> float | None:
 
 def summarize_cases(cases: Sequence[CaseResult], metric_names: Sequence[str]) -> Summary:
     """Counts and summary metrics of ``cases`` (no by-slice part)."""
-    names = [*metric_names, *(m for m in GENERATION_SUMMARY if m not in metric_names)]
+    names = [*metric_names, *(m for m in summary_metric_names() if m not in metric_names)]
     metrics = {name: mean(case_value(c, name) for c in cases) for name in names}
     return Summary(n_cases=len(cases), n_passed=sum(1 for c in cases if c.passed is True),
                    n_failed=sum(1 for c in cases if c.passed is False),
@@ -132,3 +78,72 @@ def summarize(cases: Sequence[CaseResult], metric_names: Sequence[str]) -> Summa
     overall = summarize_cases(cases, metric_names)
     return Summary(overall.n_cases, overall.n_passed, overall.n_failed, overall.n_errors, overall.metrics,
                    by_slice={label: summarize_cases(group, metric_names) for label, group in sorted(groups.items())})
+
+
+# --- what makes a run say little -----------------------------------------------------------------
+
+MSG_SMALL_INDEX = ("the index has {n} chunk{s} and retrieval.top_k is {k}: every question retrieves {share} of the "
+                   "corpus, so hit@k and recall@k say little; use smaller chunks or a smaller top_k")
+MSG_CONSTANT = ("{metric} is {value:g} for every one of the {n} cases, even at its smallest cut-off: retrieval "
+                "cannot show a better or a worse configuration here (check the labels and the index size)")
+#: fewer cases than this with a value, and a constant metric is not worth a warning
+MIN_CASES_CONSTANT = 5
+
+
+def index_warnings(n_chunks: int, top_k: int) -> list[str]:
+    """An index of fewer than twice top_k chunks: retrieval cannot miss, so it is not measured."""
+    if n_chunks >= 2 * top_k:
+        return []
+    share = "all" if n_chunks <= top_k else "most"
+    return [MSG_SMALL_INDEX.format(n=n_chunks, s="s" if n_chunks != 1 else "", k=top_k, share=share)]
+
+
+def run_warnings(run: RunResult) -> list[str]:
+    """What makes ``run`` say little: an index smaller than twice top_k (when the app says how big its
+    index is), and retrieval metrics with one value for every case."""
+    out: list[str] = []
+    chunks, top_k = run.app.get("chunks"), (run.config.get("retrieval") or {}).get("top_k")
+    if isinstance(chunks, int) and isinstance(top_k, int):
+        out += index_warnings(chunks, top_k)
+    smallest: dict[str, str] = {}                 # family -> its metric at the smallest rank cut-off
+    for metric in run.metric_names:
+        name = parse_metric(metric)
+        if name.is_retrieval and not name.budget and (name.family not in smallest or
+                                                      name.k < parse_metric(smallest[name.family]).k):  # type: ignore[operator]
+            smallest[name.family] = metric
+    for metric in smallest.values():
+        values = {c.metrics[metric] for c in run.cases if metric in c.metrics}
+        n = sum(1 for c in run.cases if metric in c.metrics)
+        if n >= MIN_CASES_CONSTANT and len(values) == 1 and next(iter(values)) in (0.0, 1.0):
+            out.append(MSG_CONSTANT.format(metric=metric, value=next(iter(values)), n=n))
+    return out
+def totals(cases: Sequence[CaseResult], metric_names: Sequence[str]) -> dict[str, list[float]]:
+    """Metric → [sum, count] of the cases' values (unrounded): what one part of a run contributes,
+    so the parts of a sharded run add up to the whole's means (``rageval.shards``)."""
+    names = [*metric_names, *(m for m in summary_metric_names() if m not in metric_names)]
+    out: dict[str, list[float]] = {}
+    for name in names:
+        kept = [v for v in (case_value(c, name) for c in cases) if v is not None]
+        out[name] = [round(float(sum(kept)), 9), len(kept)]
+    return out
+
+
+def run_totals(cases: Sequence[CaseResult], metric_names: Sequence[str]) -> dict[str, Any]:
+    """Totals overall and per slice label (see :func:`totals`)."""
+    groups: dict[str, list[CaseResult]] = {}
+    for case in cases:
+        for label in case.slice_labels:
+            groups.setdefault(label, []).append(case)
+    return {"metrics": totals(cases, metric_names),
+            "by_slice": {label: totals(group, metric_names) for label, group in sorted(groups.items())}}
+
+
+def mean_of_totals(parts: Iterable[Mapping[str, Sequence[float]]]) -> dict[str, float | None]:
+    """Metric → the mean over several parts' [sum, count] totals, rounded as :func:`mean` rounds."""
+    sums: dict[str, list[float]] = {}
+    for part in parts:
+        for name, (total, count) in part.items():
+            into = sums.setdefault(name, [0.0, 0])
+            into[0] = round(into[0] + total, 9)
+            into[1] += count
+    return {name: round(total / count, 6) if count else None for name, (total, count) in sums.items()}

@@ -47,22 +47,22 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rageval.errors import MalformedOutput, ModelError
-from rageval.metrics.base import CheckResult
 from rageval.metrics.judge import (
     CLAIM_SOURCES,
+    DATA_NOT_INSTRUCTIONS,
     REFUSED_STATE,
     STAGE_JUDGE,
     call_json,
     claim_keys,
     judge_messages,
     numbered_context,
-    parse_json_object,
     read_verdict,
     refused_check,
     tag_block,
     verdict_check,
 )
-from rageval.metrics.replies import SNIPPET_CHARS, claim_word
+from rageval.metrics.replies import SNIPPET_CHARS, claim_word, deciding_object
+from rageval.records import CheckResult
 
 STAGE = "faithfulness"
 CLAIM_VERDICTS = ("supported", "unsupported", "contradicted")
@@ -78,7 +78,8 @@ the user, offers of help and statements that the documents do not cover the ques
 claims. Do not add anything the answer does not say.
 
 Reply with one JSON object and nothing else: {"claims": ["claim 1", "claim 2", ...]}
-An answer with nothing checkable gives {"claims": []}."""
+An answer with nothing checkable gives {"claims": []}.
+""" + DATA_NOT_INSTRUCTIONS
 
 VERIFY_SYSTEM = """\
 You check claims against source texts. For every numbered claim and every source asked for, \
@@ -91,7 +92,8 @@ Numbers and units must match exactly ("5 days" is not "5 business days"); a clai
 condition the source attaches (e.g. "members only") is not supported by that source.
 
 Reply with one JSON object and nothing else, one entry per claim, in the claims' order:
-{"claims": [{"claim": "...", <one key per source asked for>: "supported" | "unsupported" | "contradicted"}]}"""
+{"claims": [{"claim": "...", <one key per source asked for>: "supported" | "unsupported" | "contradicted"}]}
+""" + DATA_NOT_INSTRUCTIONS
 
 _VERIFY_TAGS = {"in_context": "context", "in_expected": "expected_sections"}
 
@@ -124,14 +126,18 @@ def verify_messages(claims: Sequence[str], context: Sequence[str], expected_text
 
 # --- parsers --------------------------------------------------------------------------------
 
-def parse_claims(text: str) -> list[str]:
-    """The claims list from an extraction reply; blank claims dropped, order kept. ValueError on
-    anything but ``{"claims": [str, ...]}``."""
-    data = parse_json_object(text)
+def _claim_texts(data: Mapping[str, Any]) -> list[str]:
     claims = data.get("claims")
     if not isinstance(claims, list) or not all(isinstance(c, str) for c in claims):
         raise ValueError(f"'claims' must be a list of strings, got {json.dumps(claims, ensure_ascii=False)[:SNIPPET_CHARS]}")
     return [c.strip() for c in claims if c.strip()]
+
+
+def parse_claims(text: str) -> list[str]:
+    """The claims list from an extraction reply; blank claims dropped, order kept. ValueError on
+    anything but ``{"claims": [str, ...]}`` (read as ``rageval.metrics.replies.deciding_object``
+    says: several objects with claims must agree)."""
+    return deciding_object(text, "claims", _claim_texts, tuple)
 
 
 def claim_verdicts(items: Any, keys: Sequence[str]) -> list[dict[str, str]]:
@@ -157,25 +163,28 @@ def claim_verdicts(items: Any, keys: Sequence[str]) -> list[dict[str, str]]:
 def parse_verification(text: str, n_claims: int, keys: Sequence[str]) -> list[dict[str, str]]:
     """Per-claim verdicts (one dict per claim with each of ``keys``) from a verification reply.
     ValueError when the count differs from ``n_claims`` or a verdict is not a claim verdict."""
-    items = parse_json_object(text).get("claims")
-    if isinstance(items, list) and len(items) != n_claims:
-        raise ValueError(f"expected verdicts for {n_claims} claims, got {len(items)}")
-    return claim_verdicts(items, keys)
+    def read(data: Mapping[str, Any]) -> list[dict[str, str]]:
+        items = data.get("claims")
+        if isinstance(items, list) and len(items) != n_claims:
+            raise ValueError(f"expected verdicts for {n_claims} claims, got {len(items)}")
+        return claim_verdicts(items, keys)
+    return deciding_object(text, "claims", read, lambda rows: json.dumps(rows, sort_keys=True))
 
 
 def parse_judged(text: str, keys: Sequence[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """(verdict, claim rows) of a judge-with-claims reply: the verdict as
     ``rageval.metrics.judge.parse_verdict`` reads it, and one ``{"claim", "in_context",
     "in_expected"}`` row per claim (None for a source not asked for). ValueError otherwise."""
-    data = parse_json_object(text)
-    verdict = read_verdict(data)
-    items = data.get("claims")
-    verdicts = claim_verdicts(items, keys)
-    texts = [item.get("claim") for item in items]
-    bad = next((i for i, t in enumerate(texts, 1) if not isinstance(t, str) or not t.strip()), None)
-    if bad is not None:
-        raise ValueError(f"claim {bad}: 'claim' must be the claim's text")
-    return verdict, [_row(t.strip(), v) for t, v in zip(texts, verdicts)]
+    def read(data: Mapping[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        verdict = read_verdict(data)
+        items = data.get("claims")
+        verdicts = claim_verdicts(items, keys)
+        texts = [item.get("claim") for item in items]
+        bad = next((i for i, t in enumerate(texts, 1) if not isinstance(t, str) or not t.strip()), None)
+        if bad is not None:
+            raise ValueError(f"claim {bad}: 'claim' must be the claim's text")
+        return verdict, [_row(t.strip(), v) for t, v in zip(texts, verdicts)]
+    return deciding_object(text, "verdict", read, lambda found: found[0]["verdict"])
 
 
 def _row(claim: str, verdicts: Mapping[str, str]) -> dict[str, Any]:
@@ -188,11 +197,6 @@ def share(verdicts: Iterable[str | None], value: str = "supported") -> float | N
     if not checked:
         return None
     return round(sum(1 for v in checked if v == value) / len(checked), 6)
-
-
-def supported_share(verdicts: Sequence[str | None]) -> float | None:
-    """supported / claims over the claims checked against one source; None when none were."""
-    return share(verdicts)
 
 
 # --- scores and states ----------------------------------------------------------------------

@@ -44,19 +44,21 @@ import functools
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any
 
 from rageval.errors import did_you_mean
-from rageval.metrics.base import CheckResult
 from rageval.metrics.number_words import Number, Reader, is_plain, parse_digits
+from rageval.records import CheckResult
 from rageval.text import fold, normalize
 
 # --- canonical units ---------------------------------------------------------------------------
 
 #: Canonical unit names, in the order quantities are listed in reports. These (or the aliases in
 #: :data:`UNIT_ALIASES`) are what a user may put in ``checks.units``.
-UNITS: tuple[str, ...] = ("ngày làm việc", "ngày", "tháng", "năm", "giờ", "phút", "%", "đồng", "USD")
+UNITS: tuple[str, ...] = ("ngày làm việc", "ngày", "tháng", "năm", "giờ", "phút", "%", "đồng", "USD",
+                          "lần", "km", "m", "kg", "GB", "MB")
 
 _TIME_UNITS = frozenset({"ngày làm việc", "ngày", "tháng", "năm", "giờ", "phút"})
 
@@ -66,6 +68,8 @@ UNIT_ALIASES: dict[str, str] = {
     "business days": "ngày làm việc", "working days": "ngày làm việc",
     "days": "ngày", "months": "tháng", "years": "năm", "hours": "giờ", "minutes": "phút",
     "percent": "%", "phần trăm": "%", "vnd": "đồng", "usd": "USD",
+    "times": "lần", "kilometers": "km", "kilometres": "km", "mét": "m", "meters": "m", "metres": "m",
+    "kilograms": "kg", "gigabytes": "GB", "megabytes": "MB",
 }
 
 _WEEK_NAMES = frozenset({"tuần", "tuan", "week", "weeks"})
@@ -91,6 +95,16 @@ _UNIT_SPELLINGS: tuple[tuple[str, str, int], ...] = (
     ("phút", "phút", 1), ("phut", "phút", 1), ("minute", "phút", 1), ("minutes", "phút", 1),
     ("%", "%", 1), ("phần trăm", "%", 1), ("phan tram", "%", 1), ("percent", "%", 1),
     ("per cent", "%", 1),
+    ("lần", "lần", 1), ("lan", "lần", 1), ("time", "lần", 1), ("times", "lần", 1),
+    ("km", "km", 1), ("cây số", "km", 1), ("cay so", "km", 1), ("ki-lô-mét", "km", 1), ("kilômét", "km", 1),
+    ("kilomet", "km", 1), ("kilometer", "km", 1), ("kilometers", "km", 1), ("kilometre", "km", 1),
+    ("kilometres", "km", 1),
+    ("m", "m", 1), ("mét", "m", 1), ("met", "m", 1), ("meter", "m", 1), ("meters", "m", 1), ("metre", "m", 1),
+    ("metres", "m", 1),
+    ("kg", "kg", 1), ("ký", "kg", 1), ("ki-lô-gam", "kg", 1), ("kilôgam", "kg", 1), ("kilogam", "kg", 1),
+    ("kilogram", "kg", 1), ("kilograms", "kg", 1), ("kilo", "kg", 1), ("kilos", "kg", 1),
+    ("gb", "GB", 1), ("gigabyte", "GB", 1), ("gigabytes", "GB", 1),
+    ("mb", "MB", 1), ("megabyte", "MB", 1), ("megabytes", "MB", 1),
 )
 _CURRENCY_SPELLINGS: tuple[tuple[str, str], ...] = (
     ("đồng", "đồng"), ("dong", "đồng"), ("vnd", "đồng"), ("vnđ", "đồng"), ("đ", "đồng"),
@@ -124,6 +138,15 @@ def _tokens(text: str) -> list[str]:
     return _TOKEN.findall(unicodedata.normalize("NFC", text).casefold())
 
 
+def _written(text: str) -> tuple[str, list[tuple[int, int]]]:
+    """The text the tokens of :func:`_tokens` are cut from, as written (case kept where folding keeps
+    lengths), and each token's span in it: a quantity is shown as its text says it."""
+    written = unicodedata.normalize("NFC", text)
+    folded = written.casefold()
+    source = written if len(folded) == len(written) else folded
+    return source, [m.span() for m in _TOKEN.finditer(folded)]
+
+
 @dataclass(frozen=True)
 class _Spelling:
     words: tuple[str, ...]
@@ -139,6 +162,8 @@ def _spellings(pairs: Iterable[tuple[str, str, int]]) -> tuple[_Spelling, ...]:
 
 _UNITS_BY_LENGTH = _spellings(_UNIT_SPELLINGS)
 _CURRENCIES_BY_LENGTH = _spellings((s, u, 1) for s, u in _CURRENCY_SPELLINGS)
+_POWERS, _LENGTHS = frozenset({"\u00b2", "\u00b3"}), frozenset({"m", "km"})
+_BUILT_IN_WORDS = frozenset(sp.words for sp in _UNITS_BY_LENGTH + _CURRENCIES_BY_LENGTH)
 
 
 # --- the record --------------------------------------------------------------------------------
@@ -146,15 +171,20 @@ _CURRENCIES_BY_LENGTH = _spellings((s, u, 1) for s, u in _CURRENCY_SPELLINGS)
 @dataclass(frozen=True)
 class Quantity:
     """A number in a canonical unit. ``value`` is an ``int`` when whole, else a normalised
-    ``Decimal``; ``unit`` is one of :data:`UNITS`. ``str()`` gives the Vietnamese form:
-    "7 ngày", "5 ngày làm việc", "30.000 đồng", "15%", "1,5 giờ"."""
+    ``Decimal``; ``unit`` is one of :data:`UNITS`. Two quantities are equal when value and unit are:
+    "30 days" = "30 ngày". ``str()`` gives the canonical (Vietnamese) form: "7 ngày", "5 ngày làm
+    việc", "30.000 đồng", "15%", "1,5 giờ"; ``shown`` the mention as the text wrote it ("30 days",
+    "$7.95", "within a week" → "a week"), which reports use."""
 
     value: int | Decimal
     unit: str
+    text: str = field(default="", compare=False)      # the mention as written; not part of equality
 
     def __post_init__(self) -> None:
-        if self.unit not in UNITS:
-            raise ValueError(f"unknown unit {self.unit!r}; expected one of {', '.join(UNITS)}")
+        if self.unit not in UNITS and not (isinstance(self.unit, str) and self.unit.strip()
+                                           and tuple(_tokens(self.unit)) not in _BUILT_IN_WORDS):
+            raise ValueError(f"unknown unit {self.unit!r}; expected one of {', '.join(UNITS)} or a unit "
+                             f"checks.units adds")
         value = self.value
         if isinstance(value, bool) or not isinstance(value, (int, Decimal)):
             raise TypeError(f"quantity value must be an int or Decimal, got {type(value).__name__}")
@@ -168,8 +198,14 @@ class Quantity:
         number = _format_number(self.value, group=self.unit == "đồng")
         return f"{number}%" if self.unit == "%" else f"{number} {self.unit}"
 
-    def sort_key(self) -> tuple[int, Decimal]:
-        return UNITS.index(self.unit), Decimal(self.value)
+    def sort_key(self) -> tuple[int, str, Decimal]:
+        """Built-in units in :data:`UNITS` order, then units of ``checks.units`` by name; then value."""
+        known = self.unit in UNITS
+        return UNITS.index(self.unit) if known else len(UNITS), "" if known else self.unit, Decimal(self.value)
+
+    @property
+    def shown(self) -> str:
+        return self.text or str(self)
 
 
 def _group(digits: str) -> str:
@@ -192,35 +228,58 @@ def _format_number(value: int | Decimal, *, group: bool) -> str:
 
 # --- units configuration -----------------------------------------------------------------------
 
-def resolve_units(units: Sequence[str] | None) -> frozenset[str]:
+@dataclass(frozen=True)
+class Unit:
+    """A unit ``checks.units`` adds: its canonical ``name`` and the ``words`` it is written with (in
+    every language the documents use: ``{name: lần, words: [lần, lan, times]}``)."""
+
+    name: str
+    words: tuple[str, ...]
+
+
+def resolve_units(units: Sequence[str | Unit | dict[str, Any]] | None) -> frozenset[str]:
     """The canonical units to check. ``None`` means all of :data:`UNITS`.
 
-    Accepted in ``checks.units``: the canonical names ``ngày làm việc, ngày, tháng, năm, giờ,
-    phút, %, đồng, USD``, their spellings without diacritics ("ngay lam viec", "dong"), and the
-    English aliases of :data:`UNIT_ALIASES` ("business days", "days", "months", "years", "hours",
-    "minutes", "percent", "vnd", "usd"); case does not matter. Weeks are days, so "tuần" is
-    rejected with a hint. Anything else raises ``ValueError`` listing the valid names.
+    Accepted in ``checks.units``: the canonical names of :data:`UNITS`, their spellings without
+    diacritics ("ngay lam viec", "dong"), and the English aliases of :data:`UNIT_ALIASES`
+    ("business days", "days", "times", "kilometers", …); case does not matter. Weeks are days, so
+    "tuần" is rejected with a hint. Anything else raises ``ValueError`` listing the valid names.
+    An entry ``{name: …, words: […]}`` (a :class:`Unit`) adds a unit of its own; when the list
+    names no built-in unit, every built-in one is checked besides the added ones.
 
     Restricting units only filters what is reported: "5 ngày làm việc" is still read as business
     days (and dropped if those are not listed), never as "5 ngày".
     """
+    return _spec(units)[0]
+
+
+def _spec(units: Sequence[str | Unit | dict[str, Any]] | None) -> tuple[frozenset[str], tuple[_Spelling, ...]]:
+    """(the units to report, the spellings of added units) of a ``checks.units`` value."""
     if units is None:
-        return _ALL_UNITS
+        return _ALL_UNITS, ()
     if isinstance(units, str) or not isinstance(units, Iterable):
         raise ValueError(f"checks.units must be a list of unit names, got {units!r}")
-    names = tuple(units)
-    for name in names:
-        if not isinstance(name, str):
-            raise ValueError(f"checks.units entries must be strings, got {name!r}")
-    return _resolve_names(names)
+    names: list[str] = []
+    added: list[Unit] = []
+    for item in units:
+        if isinstance(item, dict):
+            item = Unit(item.get("name"), tuple(item.get("words") or ()))  # type: ignore[arg-type]
+        if isinstance(item, Unit):
+            added.append(item)
+        elif isinstance(item, str):
+            names.append(item)
+        else:
+            raise ValueError(f"checks.units entries must be strings (unit names) or {{name, words}}, got {item!r}")
+    return _resolve_names(tuple(names), tuple(added))
 
 
 _ALL_UNITS = frozenset(UNITS)
 
 
 @functools.lru_cache(maxsize=64)
-def _resolve_names(units: tuple[str, ...]) -> frozenset[str]:
-    """resolve_units of a tuple of strings, memoised: the number rule asks for every case."""
+def _resolve_names(units: tuple[str, ...],
+                   added: tuple[Unit, ...] = ()) -> tuple[frozenset[str], tuple[_Spelling, ...]]:
+    """:func:`_spec` of names and added units, memoised: the number rule asks for every case."""
     lookup: dict[str, str] = {}
     for name in UNITS:
         lookup[normalize(name)] = name
@@ -237,10 +296,34 @@ def _resolve_names(units: tuple[str, ...]) -> frozenset[str]:
                 name=name, hint=did_you_mean(key, list(UNITS) + list(UNIT_ALIASES)),
                 valid=", ".join(UNITS), aliases=", ".join(UNIT_ALIASES)))
         chosen.add(canonical)
-    if not chosen:
+    spellings = _added_spellings(added, lookup)
+    if not chosen and not added:
         raise ValueError("checks.units is empty, so the number rule would check nothing; "
                          "leave the key out to use all built-in units")
-    return frozenset(chosen)
+    if not chosen:
+        chosen = set(UNITS)
+    return frozenset(chosen | {u.name for u in added}), spellings
+
+
+def _added_spellings(added: tuple[Unit, ...], lookup: dict[str, str]) -> tuple[_Spelling, ...]:
+    """The spellings of units ``checks.units`` adds; ValueError for one that is no new unit."""
+    taken = set(_BUILT_IN_WORDS)
+    pairs = []
+    for unit in added:
+        if not isinstance(unit.name, str) or not unit.name.strip():
+            raise ValueError(f"checks.units: an added unit needs a name, got {unit.name!r}")
+        if normalize(unit.name) in lookup or fold(unit.name) in lookup:
+            raise ValueError(f"checks.units: {unit.name!r} is a built-in unit; list it by name instead of defining it")
+        words = [w for w in unit.words if isinstance(w, str) and _tokens(w)]
+        if not words or len(words) != len(unit.words):
+            raise ValueError(f"checks.units: unit {unit.name!r} needs `words`, a list of the ways it is written "
+                             f"(e.g. words: [{unit.name}, …] in each language)")
+        for word in words:
+            if tuple(_tokens(word)) in taken:
+                raise ValueError(f"checks.units: the word {word!r} of unit {unit.name!r} already spells a unit")
+            taken.add(tuple(_tokens(word)))
+            pairs.append((word, unit.name, 1))
+    return _spellings(pairs)
 
 
 # --- reading quantities: a number (number_words), then its unit --------------------------------
@@ -258,28 +341,29 @@ class _Match:
     unit: str
     factor: Decimal
     end: int
+    start: int = 0          # the unit's first token
 
-
-def _unit_after(reader: Reader, number: Number) -> _Match | None:
+def _unit_after(reader: Reader, number: Number, table: tuple[_Spelling, ...]) -> _Match | None:
     """The unit right after a number (an optional hyphen between: "7-day"), longest spelling first."""
     starts = [number.end]
     if reader.tok(number.end) == "-":
         starts.append(number.end + 1)
     for j in starts:
-        found = _plain_unit(reader, j, number) or _money_unit(reader, j, number)
+        found = _plain_unit(reader, j, number, table) or _money_unit(reader, j, number)
         if found:
             return found
     return None
 
 
-def _plain_unit(reader: Reader, j: int, number: Number) -> _Match | None:
-    sp = _spelling_at(reader, j, _UNITS_BY_LENGTH)
-    if sp is None or (number.plain and not sp.plain):
-        return None
+def _plain_unit(reader: Reader, j: int, number: Number, table: tuple[_Spelling, ...]) -> _Match | None:
+    sp = _spelling_at(reader, j, table)
+    if sp is None or (number.plain and not sp.plain) or (sp.unit in _LENGTHS and reader.tok(j + len(sp.words))
+                                                          in _POWERS):
+        return None                      # "5 m²", "2 km³": an area or a volume, not a length
     english = all(w.isascii() and len(w) > 1 for w in sp.words)
     if number.article and not (sp.unit in _TIME_UNITS and english):
         return None
-    return _Match(sp.unit, Decimal(sp.factor), j + len(sp.words))
+    return _Match(sp.unit, Decimal(sp.factor), j + len(sp.words), j)
 
 
 def _money_unit(reader: Reader, j: int, number: Number) -> _Match | None:
@@ -292,17 +376,23 @@ def _money_unit(reader: Reader, j: int, number: Number) -> _Match | None:
         k = j + 1
     currency = _spelling_at(reader, k, _CURRENCIES_BY_LENGTH)
     if currency and not (number.plain and not currency.plain):
-        return _Match(currency.unit, Decimal(factor), k + len(currency.words))
+        return _Match(currency.unit, Decimal(factor), k + len(currency.words), j)
     if k > j and bare:
-        return _Match("đồng", Decimal(factor), k)
+        return _Match("đồng", Decimal(factor), k, j)
     return None
 
 
-def _scan(text: str) -> list[Quantity]:
+def _scan(text: str, added: tuple[_Spelling, ...] = ()) -> list[Quantity]:
+    table = tuple(sorted(added + _UNITS_BY_LENGTH, key=lambda sp: -len(sp.words))) if added else _UNITS_BY_LENGTH
     toks = _tokens(text)
+    source, spans = _written(text)
+
+    def cut(first: int, end: int) -> str:          # tokens first .. end-1, as written
+        return " ".join(source[spans[first][0]:spans[end - 1][1]].split())
+
     reader = Reader(toks)
     found: list[Quantity] = []
-    pending: list[Decimal] = []          # "3" in "3-5 ngày": waits for the unit of the range
+    pending: list[tuple[Decimal, int, int]] = []   # "3" in "3-5 ngày": waits for the unit of the range
     start = 0                            # first token of the mention (of the range, if any)
     i = 0
     while i < len(toks):
@@ -312,55 +402,60 @@ def _scan(text: str) -> list[Quantity]:
                 end, factor = i + 2, 1
                 if reader.tok(end) in _MULTIPLIERS:
                     factor, end = _MULTIPLIERS[toks[end]][0], end + 1
-                found.append(Quantity(value * factor, "USD"))
+                found.append(Quantity(value * factor, "USD", cut(i, end)))
                 pending, i = [], end
                 continue
         number = reader.number(i)
         if number is None:
             pending, i = [], i + 1
             continue
-        match = _unit_after(reader, number)
+        match = _unit_after(reader, number, table)
         if match is None:
             if (reader.tok(number.end) in _RANGE_WORDS and reader.tok(number.end + 1) is not None
                     and reader.number(number.end + 1) is not None):
                 if not pending:
                     start = i
-                pending.append(number.value)
+                pending.append((number.value, i, number.end))
                 i = number.end + 1
             else:
                 pending, i = [], i + 1
             continue
         previous = reader.tok((start if pending else i) - 1)
         if not (previous in _DATE_CONTEXT and match.unit in _DATE_CONTEXT[previous]):
-            found.extend(Quantity(v * match.factor, match.unit) for v in pending)
-            found.append(Quantity(number.value * match.factor, match.unit))
+            unit = cut(match.start, match.end)
+            found.extend(Quantity(v * match.factor, match.unit, f"{cut(a, b)} {unit}") for v, a, b in pending)
+            found.append(Quantity(number.value * match.factor, match.unit, cut(i, match.end)))
         pending, i = [], match.end
     return found
 
 
 @functools.lru_cache(maxsize=16384)
-def _quantities(text: str) -> tuple[Quantity, ...]:
+def _quantities(text: str, added: tuple[_Spelling, ...] = ()) -> tuple[Quantity, ...]:
     """:func:`_scan`, memoised per text: a source section is read once per process, however many
     cases cite it (the cache holds the texts it was asked about, at most 16,384 of them)."""
-    return tuple(_scan(text))
+    return tuple(_scan(text, added))
 
 
-def extract_quantities(text: str, units: Sequence[str] | None = None) -> list[Quantity]:
+def extract_quantities(text: str, units: Sequence[str | Unit] | None = None) -> list[Quantity]:
     """Every number+unit mention of ``text``, canonicalised, in order of appearance (repeats
-    kept). ``units`` limits the result to those units (see :func:`resolve_units` for the
-    accepted names; an unknown name raises ``ValueError``)."""
-    allowed = resolve_units(units)
+    kept). ``units`` limits the result to those units and adds the units it defines (see
+    :func:`resolve_units`; an unknown name raises ``ValueError``)."""
+    allowed, added = _spec(units)
     if not isinstance(text, str):
         raise TypeError(f"text must be a string, got {type(text).__name__}")
-    return [q for q in _quantities(text) if q.unit in allowed]
+    return [q for q in _quantities(text, added) if q.unit in allowed]
 
 
 def _listing(quantities: Iterable[Quantity]) -> list[str]:
-    return [str(q) for q in sorted(set(quantities), key=Quantity.sort_key)]
+    """Each distinct quantity once, shown as its first mention wrote it, by unit then value."""
+    first: dict[Quantity, Quantity] = {}
+    for q in quantities:
+        first.setdefault(q, q)
+    return [q.shown for q in sorted(first.values(), key=Quantity.sort_key)]
 
 
 def check_numbers(answer: str | None, expected_answer: str, source_text: str,
-                  units: Sequence[str] | None = None) -> CheckResult:
+                  units: Sequence[str | Unit] | None = None) -> CheckResult:
     """The number rule, both directions.
 
     Skipped when there is no answer (a retrieval-only case) or when neither the expected answer
@@ -368,26 +463,29 @@ def check_numbers(answer: str | None, expected_answer: str, source_text: str,
     expected answer absent from the answer) and ``outside_source`` (quantities of the answer
     absent from ``source_text``, the text of the expected sections) are both empty.
 
-    Details ``expected``, ``found``, ``missing``, ``outside_source`` list ``str(Quantity)``
-    sorted by unit (in :data:`UNITS` order) then value. ``score`` = share of quantities that are
-    right: (expected found + found in source) / (expected + found).
+    Details ``expected``, ``found``, ``missing``, ``outside_source`` list each quantity once, as
+    its first mention wrote it ("30 days", "$7.95", "7 ngày"; compared by value and unit, so "30
+    days" and "30 ngày" are one quantity), sorted by unit (in :data:`UNITS` order) then value.
+    ``score`` = share of quantities that are right: (expected found + found in source) /
+    (expected + found).
     """
-    allowed = resolve_units(units)
+    allowed, added = _spec(units)
     if answer is None:
         return CheckResult.skipped("no answer: retrieval-only case")
-    expected = {q for q in _quantities(expected_answer or "") if q.unit in allowed}
-    found = {q for q in _quantities(answer) if q.unit in allowed}
+    expected = [q for q in _quantities(expected_answer or "", added) if q.unit in allowed]
+    found = [q for q in _quantities(answer, added) if q.unit in allowed]
     if not expected and not found:
         return CheckResult.skipped("no numbers")
-    in_source = {q for q in _quantities(source_text or "") if q.unit in allowed}
-    missing = expected - found
-    outside = found - in_source
+    in_source = {q for q in _quantities(source_text or "", added) if q.unit in allowed}
+    answered = set(found)
+    missing = [q for q in expected if q not in answered]
+    outside = [q for q in found if q not in in_source]
     details = {"expected": _listing(expected), "found": _listing(found),
                "missing": _listing(missing), "outside_source": _listing(outside)}
-    total = len(expected) + len(found)
-    score = (total - len(missing) - len(outside)) / total
+    total = len(set(expected)) + len(set(found))
+    score = (total - len(set(missing)) - len(set(outside))) / total
     if not missing and not outside:
-        return CheckResult.ok("numbers match: " + ", ".join(_listing(expected | found)),
+        return CheckResult.ok("numbers match: " + ", ".join(_listing([*expected, *found])),
                               score=score, **details)
     parts = []
     if missing:

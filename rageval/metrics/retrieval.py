@@ -1,108 +1,207 @@
-"""Retrieval metrics on section labels. Pure functions; nothing here does I/O.
+"""Retrieval metrics on section labels. Pure functions; nothing here does I/O. They are declared
+(one family each) in ``rageval.metrics.registry``.
 
-E is the set of expected sections of a case; a retrieved chunk is *relevant* if it contains at
-least one section of E. ``ranking`` is the retrieved list, best first, each item the set of
-sections that chunk contains.
+A case's judgments (:class:`Relevance`) grade its expected sections: ``{DT-1: 2, DT-3: 1}``, or
+grade 1 each for a plain list ``[DT-1, DT-3]``. ``ranking`` is the retrieved list, best first, each
+item the set of sections that chunk holds.
 
+- R = the sections graded ≥ ``retrieval.relevance_min`` (default 1; trec_eval's ``-l``); a chunk
+  is *relevant* when it holds a section of R.
 - hit@k    = 1 if a relevant chunk is in the top k, else 0
-- recall@k = |E ∩ sections(top k)| / |E|
+- recall@k = |R ∩ sections(top k)| / |R|
 - RR@k     = 1 / rank of the first relevant chunk in the top k (0 if none); MRR@k is its mean
-- nDCG@k   = DCG@k / IDCG@k with binary gain, DCG = Σ_i (2^rel_i − 1) / log2(i + 1), where chunk i
-             has rel_i = 1 when it holds an expected section not already credited to a chunk
-             ranked higher; the ideal ranking holds every expected section once, IDCG@k =
-             Σ_{i ≤ min(k, |E|)} 1 / log2(i + 1) — trec_eval with qrels = the expected sections
-             (Manning et al., IIR 8.4), so an expected section never retrieved lowers nDCG.
+- nDCG@k   = DCG@k / IDCG@k, the gain of a section its grade (linear, as trec_eval's ndcg_cut;
+             grades ≤ 0 gain nothing; ``relevance_min`` does not apply, as in trec_eval). A section
+             is credited once, at the first chunk holding it: chunk i earns the sum of the grades of
+             the expected sections it is the first to hold, DCG@k = Σ_{i ≤ k} gain_i / log2(i + 1).
+             IDCG@k is the best DCG@k any ranking of the index's chunks could reach: with one
+             section per chunk, the grades sorted best first (exactly trec_eval with qrels = the
+             graded sections, cross-checked against pytrec_eval and trec_eval's own test outputs);
+             when chunks hold several sections, the fewest, fullest chunks first — an ordered set
+             cover, so one chunk holding every expected section, ranked first, scores 1.0. The
+             chunks the ideal may use are the index's (when the app says which sections its chunks
+             hold: the builtin one), the case's retrieved chunks, and — when the app does not say —
+             one chunk per expected section (trec_eval's ideal). A ranking never scores above 1.0.
+             For binary grades this is the chunk-level nDCG of ../DESIGN.md with the gain of a
+             chunk counted per section it newly holds: a chunk holding two expected sections first
+             earns 2, so ranking it ahead of a chunk holding one is better, and a ranking of
+             several one-section chunks can never beat the ideal.
 - @Ntok    = the same metrics over the longest prefix of the ranking whose chunks add up to at
              most N tokens, so configurations with different chunk sizes compare at an equal
              context budget (top-12 of 200-token chunks vs top-3 of 800-token chunks).
 
-A case with no expected sections has no retrieval metrics (out-of-scope); a case with an empty
-ranking scores 0 on every metric.
+A case with no expected sections has no retrieval metrics (out of scope: a RAG refusal case); a
+case with expected sections but none graded ≥ relevance_min has no hit, recall or MRR (trec_eval
+would count it as 0 in the means: the README says where the two differ), and nDCG only when some
+grade is positive. A case with an empty ranking scores 0 on every metric it has.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
-
-from rageval.metrics.base import (
-    GENERATION_METRICS,
-    OTHER_METRICS,
-    RETRIEVAL_FAMILIES,
-    parse_metric,
-)
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 
 Ranking = Sequence[frozenset[str] | set[str] | Sequence[str]]
 
+#: exact ideal search: at most this many partial covers per rank before the upper bound is used
+MAX_COVER_STATES = 4096
+
+
+def _discount(rank: int) -> float:
+    return 1.0 / math.log2(rank + 1)
+
 
 @dataclass(frozen=True)
-class RetrievalMetric:
-    family: str
-    description: str
-    formula: str
+class Relevance:
+    """The graded expected sections of one case. ``minimum``: the least grade that counts as
+    relevant for hit, recall and MRR. ``holders``: the sets of sections the index's chunks hold
+    (only those holding an expected section matter), or None when the app does not say. As a set
+    (``in``, ``&``, iteration, ``len``) it is its relevant sections."""
+
+    grades: Mapping[str, int]
+    minimum: int = 1
+    holders: tuple[frozenset[str], ...] | None = None
+    _ideal: dict[int, float] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def of(cls, expected: Relevance | Mapping[str, int] | Iterable[str], minimum: int = 1,
+           holders: Iterable[Iterable[str]] | None = None) -> Relevance:
+        """Judgments from a Relevance, a {section: grade} mapping or a set of sections (grade 1)."""
+        if isinstance(expected, Relevance):
+            return expected
+        grades = dict(expected) if isinstance(expected, Mapping) else dict.fromkeys(expected, 1)
+        return cls(grades, minimum, None if holders is None else tuple(frozenset(h) for h in holders))
+
+    @property
+    def relevant(self) -> frozenset[str]:
+        return frozenset(s for s, g in self.grades.items() if g >= self.minimum)
+
+    # A retrieval family written for a set of expected sections reads the relevant ones as a set.
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.relevant)
+
+    def __len__(self) -> int:
+        return len(self.relevant)
+
+    def __contains__(self, section: object) -> bool:
+        return section in self.relevant
+
+    def __and__(self, other: Iterable[str]) -> frozenset[str]:
+        return self.relevant.intersection(other)
+
+    __rand__ = __and__
+
+    @property
+    def gains(self) -> dict[str, int]:
+        return {s: g for s, g in self.grades.items() if g > 0}
+
+    def seen_in(self, ranking: Ranking) -> Relevance:
+        """These judgments with the ranking's chunks offered to the ideal too (see the module
+        docstring): the ideal of a case is computed once, whatever cut-off asks for it."""
+        gains = self.gains
+        seen = {frozenset(s for s in chunk if s in gains) for chunk in ranking}
+        known = set(self.holders) if self.holders is not None else {frozenset([s]) for s in gains}
+        return Relevance(self.grades, self.minimum, tuple(sorted(known | (seen - {frozenset()}), key=sorted)))
+
+    def ideal_dcg(self, k: int) -> float:
+        """IDCG@k: the best DCG@k over rankings of the chunks the ideal may use."""
+        if k not in self._ideal:
+            self._ideal[k] = _ideal_dcg(self.gains, self.holders, k)
+        return self._ideal[k]
 
 
-REGISTRY: dict[str, RetrievalMetric] = {}
+def _covers(gains: Mapping[str, int], holders: tuple[frozenset[str], ...] | None) -> list[frozenset[str]]:
+    """The distinct chunk contents (cut to the gaining sections) an ideal ranking may use, none
+    contained in another (a chunk holding less is never better)."""
+    if holders is None:
+        holders = tuple(frozenset([s]) for s in gains)
+    cut = {frozenset(s for s in h if s in gains) for h in holders} - {frozenset()}
+    return [c for c in cut if not any(c < other for other in cut)]
 
 
-def _register(m: RetrievalMetric) -> None:
-    if m.family in REGISTRY:
-        raise ValueError(f"retrieval metric {m.family!r} registered twice")
-    REGISTRY[m.family] = m
+def _ideal_dcg(gains: Mapping[str, int], holders: tuple[frozenset[str], ...] | None, k: int) -> float:
+    covers = _covers(gains, holders)
+    worth = sorted((sum(gains[s] for s in c) for c in covers), reverse=True)
+    if sum(len(c) for c in covers) == len(set().union(*covers)):      # disjoint: best first
+        return sum(w * _discount(i) for i, w in enumerate(worth[:k], 1))
+    states: dict[frozenset[str], float] = {frozenset(): 0.0}
+    best = 0.0
+    for rank in range(1, k + 1):
+        grown: dict[frozenset[str], float] = {}
+        for covered, dcg in states.items():
+            for c in covers:
+                new = c - covered
+                if new:
+                    key, value = covered | c, dcg + sum(gains[s] for s in new) * _discount(rank)
+                    if value > grown.get(key, -1.0):
+                        grown[key] = value
+        if not grown:
+            break
+        if len(grown) > MAX_COVER_STATES:
+            return max(best, _upper_bound(worth, sum(gains.values()), k))
+        states, best = grown, max(best, max(grown.values()))
+    return best
 
 
-_register(RetrievalMetric("hit", "a relevant chunk is in the top k", "1 if any relevant in top k else 0"))
-_register(RetrievalMetric("recall", "share of expected sections found in the top k", "|E ∩ sections(top k)| / |E|"))
-_register(RetrievalMetric("mrr", "reciprocal rank of the first relevant chunk", "1 / rank of first relevant (0 if none)"))
-_register(RetrievalMetric("ndcg", "rank-discounted gain, binary relevance, each expected section credited once",
-                          "Σ (2^rel−1)/log2(i+1) / IDCG, IDCG over min(k, |E|) ranks"))
-assert tuple(REGISTRY) == RETRIEVAL_FAMILIES  # noqa: S101 - a module invariant, not input validation
+def _upper_bound(worth: Sequence[float], total: float, k: int) -> float:
+    """A bound no ranking's DCG@k exceeds: by Abel summation DCG@k = Σ_{i<k} C_i (w_i − w_{i+1})
+    + C_k w_k, with C_i the gain held by the top i chunks ≤ min(total, the i largest chunk gains)."""
+    bound, held = 0.0, 0.0
+    for i in range(1, k + 1):
+        held = min(total, held + (worth[i - 1] if i <= len(worth) else 0.0))
+        bound += held * ((_discount(i) - _discount(i + 1)) if i < k else _discount(i))
+    return bound
 
 
-def first_relevant_rank(ranking: Ranking, expected: set[str] | frozenset[str]) -> int | None:
-    """1-based rank of the first chunk sharing a section with ``expected``; None if none does."""
+def first_relevant_rank(ranking: Ranking, expected: Relevance | Mapping[str, int] | Iterable[str]) -> int | None:
+    """1-based rank of the first relevant chunk (holding a section graded ≥ the minimum); None if none does."""
+    relevant = Relevance.of(expected).relevant
     for rank, sections in enumerate(ranking, 1):
-        if expected & set(sections):
+        if relevant.intersection(sections):
             return rank
     return None
 
 
-def hit_at(ranking: Ranking, expected: set[str], k: int) -> float:
-    rank = first_relevant_rank(ranking[:k], expected)
-    return 1.0 if rank is not None else 0.0
+def hit_at(ranking: Ranking, expected: Relevance | Mapping[str, int] | Iterable[str], k: int) -> float:
+    return 1.0 if first_relevant_rank(ranking[:k], expected) is not None else 0.0
 
 
-def recall_at(ranking: Ranking, expected: set[str], k: int) -> float:
-    if not expected:
-        raise ValueError("recall needs at least one expected section")
+def recall_at(ranking: Ranking, expected: Relevance | Mapping[str, int] | Iterable[str], k: int) -> float:
+    relevant = Relevance.of(expected).relevant
+    if not relevant:
+        raise ValueError("recall needs at least one relevant expected section")
     found: set[str] = set()
     for sections in ranking[:k]:
-        found |= set(sections)
-    return len(found & expected) / len(expected)
+        found.update(sections)
+    return len(found & relevant) / len(relevant)
 
 
-def rr_at(ranking: Ranking, expected: set[str], k: int) -> float:
+def rr_at(ranking: Ranking, expected: Relevance | Mapping[str, int] | Iterable[str], k: int) -> float:
     rank = first_relevant_rank(ranking[:k], expected)
     return 1.0 / rank if rank else 0.0
 
 
-def ndcg_at(ranking: Ranking, expected: set[str], k: int) -> float:
-    """nDCG@k as trec_eval computes it with qrels = the expected sections: a chunk earns the
-    (binary) gain when it holds an expected section no higher chunk was credited for, and the
-    ideal ranking holds every expected section once, retrieved or not."""
+def dcg_at(ranking: Ranking, gains: Mapping[str, int], k: int) -> float:
+    """Σ over the top k of the grades of the expected sections each chunk is the first to hold,
+    discounted by log2(rank + 1)."""
     credited: set[str] = set()
     dcg = 0.0
     for i, sections in enumerate(ranking[:k], 1):
-        new = (expected & set(sections)) - credited
+        new = {s for s in sections if s in gains} - credited
         if new:
-            dcg += 1 / math.log2(i + 1)
+            dcg += sum(gains[s] for s in new) * _discount(i)
             credited |= new
-    idcg = sum(1 / math.log2(i + 1) for i in range(1, min(k, len(expected)) + 1))
-    return dcg / idcg if idcg else 0.0
+    return dcg
 
 
-_FUNCS = {"hit": hit_at, "recall": recall_at, "mrr": rr_at, "ndcg": ndcg_at}
+def ndcg_at(ranking: Ranking, expected: Relevance | Mapping[str, int] | Iterable[str], k: int) -> float:
+    """nDCG@k with graded gains and the set-cover ideal (see the module docstring)."""
+    rel = Relevance.of(expected)
+    if rel.holders is None:
+        rel = rel.seen_in(ranking)
+    idcg = rel.ideal_dcg(k)
+    return min(1.0, dcg_at(ranking, rel.gains, k) / idcg) if idcg else 0.0
 
 
 def budget_prefix(ranking: Ranking, tokens: Sequence[int], budget: int) -> Ranking:
@@ -114,32 +213,3 @@ def budget_prefix(ranking: Ranking, tokens: Sequence[int], budget: int) -> Ranki
         total += t
         n += 1
     return ranking[:n]
-
-
-def case_metrics(names: Sequence[str], ranking: Ranking, tokens: Sequence[int],
-                 expected: set[str] | frozenset[str]) -> dict[str, float]:
-    """Every retrieval metric in ``names`` for one case. ``tokens[i]`` is the size of chunk i."""
-    expected = set(expected)
-    out: dict[str, float] = {}
-    for name in names:
-        m = parse_metric(name)
-        if not m.is_retrieval:
-            raise ValueError(f"{name!r} is not a retrieval metric")
-        if m.budget:
-            cut = budget_prefix(ranking, tokens, m.k)
-            out[name] = _FUNCS[m.family](cut, expected, len(cut))
-        else:
-            out[name] = _FUNCS[m.family](ranking, expected, m.k)
-    return out
-
-
-def metrics_table_markdown() -> str:
-    """The README's metric table, generated from the registries so the two cannot drift."""
-    rows = ["| Metric | What it measures | Definition |", "|---|---|---|"]
-    for family, m in REGISTRY.items():
-        rows.append(f"| `{family}@K` | {m.description} | {m.formula.replace('|', chr(92) + '|')} |")
-    for family, m in REGISTRY.items():
-        rows.append(f"| `{family}@Ntok` | {family}@K over the longest prefix of ≤ N context tokens | equal-budget comparison |")
-    for name, description in {**GENERATION_METRICS, **OTHER_METRICS}.items():
-        rows.append(f"| `{name}` | {description} | |")
-    return "\n".join(rows) + "\n"

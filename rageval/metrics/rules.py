@@ -17,7 +17,7 @@ import functools
 import re
 from collections.abc import Sequence
 
-from rageval.metrics.base import CheckResult
+from rageval.records import CheckResult
 from rageval.text import folded_words, normalize
 
 #: Phrases that mean "the documents do not say". Vietnamese first, then English. They are kept
@@ -36,12 +36,11 @@ DEFAULT_REFUSAL_MARKERS: tuple[str, ...] = (
     "don't have any information", "do not have any information", "not in the documents",
     "not in the provided", "outside the scope", "out of scope", "cannot answer", "can't answer",
     "unable to answer", "not specified", "could not find", "couldn't find",
+    # specific on purpose: "the warranty does not cover water damage" answers the question
+    "documents do not cover", "documents don't cover", "document does not cover", "document doesn't cover",
+    "isn't covered in the documents", "is not covered in the documents",
+    "information is not available", "i can't help with that", "i cannot help with that",
 )
-
-def _words(text: str) -> str:
-    """Folded words joined by single spaces, padded so a marker matches whole words only."""
-    return " " + " ".join(folded_words(text)) + " "
-
 
 def _phrase_pattern(phrase: str) -> re.Pattern[str]:
     head = r"(?<!\w)" if re.match(r"\w", phrase) else ""
@@ -71,34 +70,24 @@ def _quoted(phrases: Sequence[str]) -> str:
     return ", ".join(f"'{p}'" for p in phrases)
 
 
-def check_must_include(answer: str | None, phrases: Sequence[str]) -> CheckResult:
-    """Pass iff every phrase occurs in the answer. Details: ``missing`` (in the given order).
-    Score: share of phrases present. Skipped with no answer or no phrases."""
-    checked = _normalised_phrases(phrases, "must_include")
+def check_phrases(answer: str | None, phrases: Sequence[str], key: str, *, inverse: bool = False) -> CheckResult:
+    """``must_include`` (pass iff every phrase occurs in the answer; details ``missing``) or, with
+    ``inverse``, ``must_not_include`` (pass iff none occurs; details ``present``), both in the
+    given order. Score: share of phrases as wanted. Skipped with no answer or no phrases; ``key``
+    names the list in messages."""
+    checked = _normalised_phrases(phrases, key)
     if answer is None:
         return CheckResult.skipped("no answer: retrieval-only case")
     if not checked:
-        return CheckResult.skipped("no must_include phrases")
-    present, missing = _present(answer, checked)
-    score = len(present) / len(checked)
-    if missing:
-        return CheckResult.fail(f"missing required {_quoted(missing)}", score=score, missing=missing)
-    return CheckResult.ok(f"includes {_quoted(present)}", score=score, missing=[])
-
-
-def check_must_not_include(answer: str | None, phrases: Sequence[str]) -> CheckResult:
-    """Pass iff no phrase occurs in the answer. Details: ``present`` (in the given order).
-    Score: share of phrases absent. Skipped with no answer or no phrases."""
-    checked = _normalised_phrases(phrases, "must_not_include")
-    if answer is None:
-        return CheckResult.skipped("no answer: retrieval-only case")
-    if not checked:
-        return CheckResult.skipped("no must_not_include phrases")
+        return CheckResult.skipped(f"no {key} phrases")
     present, absent = _present(answer, checked)
-    score = len(absent) / len(checked)
-    if present:
-        return CheckResult.fail(f"contains forbidden {_quoted(present)}", score=score, present=present)
-    return CheckResult.ok(f"avoids {_quoted(absent)}", score=score, present=[])
+    wrong, right = (present, absent) if inverse else (absent, present)
+    detail = "present" if inverse else "missing"
+    score = len(right) / len(checked)
+    if wrong:
+        what = "contains forbidden" if inverse else "missing required"
+        return CheckResult.fail(f"{what} {_quoted(wrong)}", score=score, **{detail: wrong})
+    return CheckResult.ok(f"{'avoids' if inverse else 'includes'} {_quoted(right)}", score=score, **{detail: []})
 
 
 def _markers(markers: Sequence[str] | None) -> list[tuple[str, str]]:
@@ -111,12 +100,14 @@ def _markers(markers: Sequence[str] | None) -> list[tuple[str, str]]:
 
 @functools.lru_cache(maxsize=16)
 def _folded_markers(markers: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
-    """Each marker with its folded words, computed once per marker list (not once per case)."""
+    """Each marker with its folded words joined by spaces and padded with one, so that it matches
+    whole words of an answer folded the same way; computed once per marker list (not once per case)."""
     out = []
     for n, marker in enumerate(markers, 1):
-        if not isinstance(marker, str) or not _words(marker).strip():
+        words = folded_words(marker) if isinstance(marker, str) else []
+        if not words:
             raise ValueError(f"checks.refusal_markers entry #{n} ({marker!r}) has no words; remove it")
-        out.append((marker, _words(marker)))
+        out.append((marker, f" {' '.join(words)} "))
     if not out:
         raise ValueError("checks.refusal_markers is empty, so no answer could ever decline; "
                          "leave the key out to use the built-in markers")
@@ -131,7 +122,7 @@ def validate_refusal_markers(markers: Sequence[str] | None) -> tuple[str, ...]:
 
 def refusal_marker(answer: str, markers: Sequence[str] | None = None) -> str | None:
     """The first marker (as given) found in the answer, or None."""
-    text = _words(answer)
+    text = f" {' '.join(folded_words(answer))} "
     return next((marker for marker, words in _markers(markers) if words in text), None)
 
 
@@ -147,11 +138,10 @@ def check_refusal(answer: str | None, out_of_scope: bool,
     Details: ``declined`` (bool) and ``marker`` (the phrase that matched, or None).
     Skipped when there is no answer (a retrieval-only case).
     """
-    checked = _markers(markers)
+    _markers(markers)                            # bad markers fail on a retrieval-only case too
     if answer is None:
         return CheckResult.skipped("no answer: retrieval-only case")
-    text = _words(answer)
-    marker = next((m for m, words in checked if words in text), None)
+    marker = refusal_marker(answer, markers)
     declined = marker is not None
     if out_of_scope:
         if declined:

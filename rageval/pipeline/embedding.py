@@ -28,10 +28,10 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from rageval.config import EmbeddingConfig
 from rageval.errors import ConfigError, ModelError, did_you_mean
 from rageval.pipeline.index import SparseRows
 from rageval.pipeline.lexical import Vocabulary, Words
+from rageval.settings import EmbeddingConfig
 
 __all__ = [
     "Embedder",

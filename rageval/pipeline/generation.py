@@ -1,8 +1,8 @@
 """Generators: turn a question and its retrieved context into an answer.
 
 - ``extractive`` (offline, deterministic): picks the context sentences that best cover the
-  question's words (IDF-weighted, diacritic-folded), in the order they appear; declines with
-  ``DECLINE`` when no sentence covers enough of the question.
+  question's words (IDF-weighted, diacritic-folded), in the order they appear; declines, in the
+  project's language (:data:`DECLINES`), when no sentence covers enough of the question.
 - ``openai``: a chat completion through ``rageval.pipeline.llm`` with the user's jinja2 prompt template,
   rendered with ``question`` and ``chunks`` (each with ``chunk_id``, ``sections``, ``text``). A
   model's refusal (``content: null``) becomes the answer as its refusal text.
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,13 +23,22 @@ from rageval.errors import ConfigError, ModelError
 from rageval.pipeline.apps import Retrieved
 from rageval.text import folded_words, sentences
 
-DECLINE = "Tài liệu không đề cập thông tin này."
-_HEADING_LINE = re.compile(r"^[A-Za-z][\w.]*-[\w.-]+\b")
-# Function words that say nothing about which sentence answers (folded Vietnamese + English).
+#: what the extractive generator answers when no sentence covers the question, by language
+#: (rageval.metrics.rules recognises both as declines)
+DECLINES = {"vi": "Tài liệu không đề cập thông tin này.", "en": "The documents do not cover this."}
+DECLINE = DECLINES["vi"]
+# Function words that say nothing about which sentence answers (folded Vietnamese + English), and,
+# for an English corpus, more English ones (folded Vietnamese words collide with some: "it" is ít,
+# "may" is máy, "so" is số, so they are function words only where the corpus is English).
 _STOP = frozenset(
     "thi la co khong duoc cua va cho voi nhu nao gi bao lau may mot nhung cac toi minh ban em a oi "
     "neu khi da se dang bi thi roi nay do ma de o tai trong ra vao len xuong "
     "the a an is are do does can i my to of in for on with what how when which".split())
+_STOP_EN = _STOP | frozenset(
+    "was were be been did could would should will shall might must me you your we our us it its they them "
+    "their this that these those there here at by from about into over as or and but if so than then who whom "
+    "where why any some have has had get got still way just also very".split())
+STOP_WORDS = {"vi": _STOP, "en": _STOP_EN}
 
 
 @dataclass(frozen=True)
@@ -49,8 +57,8 @@ class Generator(Protocol):
         ...
 
 
-def _words(text: str) -> list[str]:
-    return [w for w in folded_words(text) if w not in _STOP]
+def _words(text: str, stop: frozenset[str] = _STOP) -> list[str]:
+    return [w for w in folded_words(text) if w not in stop]
 
 
 class ExtractiveGenerator:
@@ -65,20 +73,21 @@ class ExtractiveGenerator:
 
     deterministic = True
 
-    def __init__(self, max_sentences: int = 2, min_coverage: float = 0.2) -> None:
+    def __init__(self, max_sentences: int = 2, min_coverage: float = 0.2, language: str = "vi") -> None:
         self.max_sentences, self.min_coverage = max_sentences, min_coverage
+        self.decline, self.stop = DECLINES[language], STOP_WORDS[language]
         self.name = f"extractive:{max_sentences}"
 
     def generate(self, question: str, chunks: Sequence[Retrieved], *, case_id: str, fresh: bool = False) -> Generated:
         candidates: list[tuple[int, str, frozenset[str]]] = []
         origin: list[str] = []  # chunk index + section heading each sentence came from
         for ci, chunk in enumerate(chunks):
-            for heading, sent, terms in _chunk_sentences(chunk.text):
+            for heading, sent, terms in _chunk_sentences(chunk.text, tuple(chunk.sections), self.stop):
                 candidates.append((len(candidates), sent, terms))
                 origin.append(f"{ci}:{heading}")
-        q_terms = _terms(question)
+        q_terms = _terms(question, self.stop)
         if not candidates or not q_terms:
-            return Generated(DECLINE)
+            return Generated(self.decline)
         df: dict[str, int] = {}
         for _, _, terms in candidates:
             for t in terms & q_terms:
@@ -92,7 +101,7 @@ class ExtractiveGenerator:
                           math.fsum(idf[t] for t in terms & q_terms), -pos, sent)
                          for pos, sent, terms in candidates), reverse=True)
         if scored[0][0] < self.min_coverage:
-            return Generated(DECLINE)
+            return Generated(self.decline)
         # Further sentences come from the best sentence's own section: one passage answers.
         home = origin[-scored[0][2]]
         best = [s for s in scored if origin[-s[2]] == home and s[0] >= self.min_coverage][: self.max_sentences]
@@ -100,25 +109,29 @@ class ExtractiveGenerator:
         return Generated(" ".join(s[3] for s in best))
 
 
-def _terms(text: str) -> frozenset[str]:
+def _terms(text: str, stop: frozenset[str] = _STOP) -> frozenset[str]:
     """Folded content words and adjacent-word pairs (``"doi_tra"``) of a text."""
-    words = _words(text)
+    words = _words(text, stop)
     return frozenset(words).union(f"{a}_{b}" for a, b in zip(words, words[1:], strict=False))
 
 
 @functools.lru_cache(maxsize=2048)
-def _chunk_sentences(text: str) -> tuple[tuple[str, str, frozenset[str]], ...]:
+def _chunk_sentences(text: str, sections: tuple[str, ...] = (), stop: frozenset[str] = _STOP
+                     ) -> tuple[tuple[str, str, frozenset[str]], ...]:
     """(section heading, sentence, terms) of each sentence of a chunk text, in order. Heading
-    lines ("DT-1 Thời hạn") name the section of the sentences below them and are not sentences."""
+    lines — a line that starts with the id of one of the chunk's ``sections`` ("DT-1 Thời hạn") —
+    name the section of the sentences below them and are not sentences; a paragraph that only
+    looks like one ("Same-day delivery is …") is text."""
     out = []
     section = ""
     for line in text.splitlines():
-        heading = _HEADING_LINE.match(line.strip())
+        first = line.strip().split(" ", 1)[0]
+        heading = first in sections
         if heading:
-            section = heading.group(0)
+            section = first
         if not line.strip() or heading:
             continue
-        out.extend((section, sent, _terms(sent)) for sent in sentences(line.lstrip("-*• ").strip()))
+        out.extend((section, sent, _terms(sent, stop)) for sent in sentences(line.lstrip("-*• ").strip()))
     return tuple(out)
 
 

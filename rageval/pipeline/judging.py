@@ -7,8 +7,10 @@
   (``judge.faithfulness_calls: judge``), or in two calls of its own (``separate``). Rules come
   first: a case that already fails a deterministic rule (numbers, must_include, must_not_include,
   refusal) is not sent to the judge or to faithfulness — both read "not judged: failed rules" —
-  unless ``judge.always`` is true. Set ``fresh = True`` on it for the gate's re-run: every call
-  then bypasses the response cache.
+  unless ``judge.always`` is true. ``fresh`` (the gate's re-runs) makes every call bypass the
+  response cache. When the endpoint says it served the judge call with the generator's model
+  (``rageval.models.same_model``; an alias resolved to it), the run is refused (``ConfigError``
+  naming the served model) unless ``judge.allow_same_model``.
 * :func:`load_labels` reads people's pass/fail labels (for ``rageval judge-agreement``).
 * :func:`judge_gate_allowed` refuses to gate on the judge when ``judge.min_agreement`` is set and
   the measured agreement (``judge.agreement_file``) is missing or below it.
@@ -19,17 +21,18 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from rageval.config import JudgeConfig
-from rageval.errors import DatasetError
+from rageval.errors import ConfigError, DatasetError
 from rageval.golden.set import Case
-from rageval.metrics.base import CheckResult
 from rageval.metrics.faithfulness import check_faithfulness, judge_with_claims
 from rageval.metrics.judge import judge_case
 from rageval.metrics.labels import parse_labels
+from rageval.models import same_model
 from rageval.parse import finite, load_json, read_bytes
 from rageval.pipeline.apps import Trace
+from rageval.pipeline.llm import LLMClient
+from rageval.records import CheckResult
+from rageval.settings import JudgeConfig
 
 NO_MODEL = "no model configured (judge.model)"
 NOT_JUDGED = "not judged: failed rules ({rules}); judge.always: true judges these too"
@@ -43,6 +46,9 @@ AGREEMENT_UNREADABLE = ("judge.agreement_file {path} is not an agreement report 
 AGREEMENT_LOW = ("the judge agrees with people on {agreement:.0%} of {n} labelled cases{kappa}, below "
                  "judge.min_agreement {floor:.0%}: judge_pass is not used to gate. Improve the judge (prompt, "
                  "model) and re-measure, or lower judge.min_agreement.")
+SERVED_GENERATOR = ("judge.model '{judge}': the endpoint served '{served}', which is the generator's model "
+                    "(generation.model '{generator}'). A model grading its own answers favours them; point judge.model "
+                    "at another model, or set judge.allow_same_model: true.")
 AGREEMENT_OK = "the judge agrees with people on {agreement:.0%} of {n} labelled cases{kappa} (floor {floor:.0%})"
 
 
@@ -51,22 +57,22 @@ class CaseJudge:
     ``failed_rules``: the deterministic checks the case already fails."""
 
     def check(self, case: Case, trace: Trace, expected_text: str,
-              failed_rules: Sequence[str] = ()) -> dict[str, CheckResult]:
+              failed_rules: Sequence[str] = (), *, fresh: bool = False) -> dict[str, CheckResult]:
         return {"judge": CheckResult.skipped(NO_MODEL)}
 
 
 class ModelJudge(CaseJudge):
-    """The judge (and optionally faithfulness) for every answered case. ``fresh``: bypass caches."""
+    """The judge (and optionally faithfulness) for every answered case."""
 
-    def __init__(self, client: Any, cfg: JudgeConfig, *, fresh: bool = False) -> None:
+    def __init__(self, client: LLMClient, cfg: JudgeConfig, generator: str | None = None) -> None:
         if cfg.model and client is None:
             raise ValueError("ModelJudge needs a model client when judge.model is set")
         self.client = client
         self.cfg = cfg
-        self.fresh = fresh
+        self.generator = None if cfg.allow_same_model else generator
 
     def check(self, case: Case, trace: Trace, expected_text: str,
-              failed_rules: Sequence[str] = ()) -> dict[str, CheckResult]:
+              failed_rules: Sequence[str] = (), *, fresh: bool = False) -> dict[str, CheckResult]:
         model, cfg = self.cfg.model, self.cfg
         names = ("judge", "faithfulness") if cfg.faithfulness else ("judge",)
         if not model or (failed_rules and not cfg.always):
@@ -76,14 +82,23 @@ class ModelJudge(CaseJudge):
         context = [r.text for r in trace.context]
         if cfg.faithfulness and cfg.faithfulness_calls == "judge":
             judge, faithfulness = judge_with_claims(self.client, model, case.question, case.expected_answer,
-                                                    expected_text, answer, context, case_id=case.id, fresh=self.fresh)
-            return {"judge": judge, "faithfulness": faithfulness}
+                                                    expected_text, answer, context, case_id=case.id, fresh=fresh)
+            return self._not_the_generator({"judge": judge, "faithfulness": faithfulness})
         out = {"judge": judge_case(self.client, model, case.question, case.expected_answer, expected_text, answer,
-                                   case_id=case.id, fresh=self.fresh)}
+                                   case_id=case.id, fresh=fresh)}
         if cfg.faithfulness:
             out["faithfulness"] = check_faithfulness(self.client, model, case.question, answer, context,
-                                                     expected_text, case_id=case.id, fresh=self.fresh)
-        return out
+                                                     expected_text, case_id=case.id, fresh=fresh)
+        return self._not_the_generator(out)
+
+    def _not_the_generator(self, checks: dict[str, CheckResult]) -> dict[str, CheckResult]:
+        """``checks``, unless a judge call was served by the generator's model (then ConfigError)."""
+        for check in checks.values():
+            served = check.details.get("model")
+            if self.generator and isinstance(served, str) and same_model(served, self.generator):
+                raise ConfigError(SERVED_GENERATOR.format(judge=self.cfg.model, served=served,
+                                                          generator=self.generator))
+        return checks
 
 
 def load_labels(path: str | os.PathLike[str]) -> dict[str, bool]:

@@ -11,12 +11,19 @@
   cached per text (model + text). The API key is never part of a key or a cache file;
 * a **concurrency bound** (``llm.concurrency`` requests in flight, whatever the callers' pools);
 * **accounting** of calls, cache hits, tokens and USD (from ``llm.prices``) per stage and per
-  case (``ledger()``, a ``rageval.cost.Usage``), and a **budget cap** (``llm.max_cost_usd``)
-  checked before every network call, once the call holds its concurrency slot: when spending
-  reaches the cap no new call starts, and the calls already in flight — at most
-  ``llm.concurrency`` — finish and are counted. A model without a price in ``llm.prices`` while
-  a cap is set is refused (``ConfigError``) before any call, since its calls would cost "$0" and
-  never reach the cap; ``rageval validate`` reports the same from the config.
+  case (``ledger()``, a ``rageval.cost.Usage``). Every HTTP 200 is a call, a body that is no
+  usable response included (a tool call with ``content: null``, broken JSON): it is retried and
+  both calls are counted. A response without ``usage`` is counted with estimated tokens — the
+  upper bound of ``rageval.cost.estimate_tokens`` — and marked ``estimated``. Prices are looked
+  up by ``rageval.models.price_for`` (``openai/gpt-4o-mini`` and ``gpt-4o-mini-2024-07-18`` are
+  priced as ``gpt-4o-mini``; the key used is reported in ``priced_as``);
+* a **budget cap** (``llm.max_cost_usd``) checked before every network call, once the call holds
+  its concurrency slot: when spending (estimates included) reaches the cap no new call starts,
+  and the calls already in flight — at most ``llm.concurrency`` — finish and are counted. A model
+  without a price (or a chat model priced on one side only) while a cap is set is refused
+  (``ConfigError``) before any call, since its calls would cost "$0" and never reach the cap;
+  ``rageval validate`` reports the same from the config. Clients built with one
+  :class:`Spend` (a run, its re-runs, its attribution runs) share one cap.
 
 The endpoint host is in the cache key (but not its port): the same model name served by two
 providers is two models, while a local server restarted on another port is the same one.
@@ -40,21 +47,23 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from rageval.config import LLMConfig
-from rageval.cost import StageCost, Usage
+from rageval.cost import StageCost, Usage, estimate_tokens
 from rageval.errors import (
     BudgetExceeded,
     ConfigError,
     MalformedResponse,
     ModelCallError,
 )
+from rageval.models import price_for
 from rageval.pipeline.llm_cache import ResponseCache
 from rageval.pipeline.llm_parse import (
     parse_chat,
     parse_embeddings,
     retry_after,
     server_message,
+    usage_in,
 )
+from rageval.settings import LLMConfig
 
 if TYPE_CHECKING:
     import openai
@@ -79,7 +88,27 @@ BUDGET_TIP = "Raise llm.max_cost_usd, run a smaller golden subset, or keep the r
 UNPRICED = ("llm.max_cost_usd is set, but model '{model}' has no price in llm.prices, so its calls would count as $0 "
             "and the cap could never stop them. Add `llm: {{prices: {{{model}: {{prompt: …, completion: …}}}}}}` "
             "(USD per 1M tokens), or remove llm.max_cost_usd.")
+HALF_PRICED = ("llm.prices.{key} (the price of model '{model}') gives no '{side}' price, so that side of its calls "
+               "would count as $0. Give both `prompt` and `completion` (USD per 1M tokens).")
 CALL_FAILED = "{what} failed after {attempts} attempt{s}{case}: {reason}"
+
+
+class Spend:
+    """What the clients sharing it have spent, in USD (estimates included): one budget for a run,
+    its re-runs and its attribution runs. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._usd = 0.0
+
+    @property
+    def usd(self) -> float:
+        with self._lock:
+            return self._usd
+
+    def add(self, usd: float) -> None:
+        with self._lock:
+            self._usd += usd
 
 
 @dataclass(frozen=True)
@@ -112,8 +141,10 @@ class LLMClient:
         cache_dir: Path | None = None,
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
+        spend: Spend | None = None,
     ) -> None:
         self._cfg = cfg
+        self.spend = spend if spend is not None else Spend()
         base_url = (cfg.base_url or env.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -143,6 +174,7 @@ class LLMClient:
         self._retries = 0
         self._errors = 0
         self._unpriced: set[str] = set()
+        self._priced_as: dict[str, str] = {}
 
     def __repr__(self) -> str:
         return (f"LLMClient(base_url={_strip_userinfo(self._base_url)!r}, api_key_env={self._cfg.api_key_env!r}, "
@@ -164,7 +196,8 @@ class LLMClient:
     def ledger(self) -> Usage:
         """A snapshot of the counts per stage and per case and stage (``Usage.since`` diffs two)."""
         with self._lock:
-            return Usage(dict(self._stages), {case: dict(stages) for case, stages in self._cases.items()})
+            return Usage(dict(self._stages), {case: dict(stages) for case, stages in self._cases.items()},
+                         dict(self._priced_as))
 
     def usage(self) -> dict[str, Any]:
         """Network calls per stage (cache hits are not calls), tokens, USD, calls per case."""
@@ -182,6 +215,8 @@ class LLMClient:
                 "retries": self._retries,
                 "errors": self._errors,
                 "unpriced_models": sorted(self._unpriced),
+                "estimated_calls": sum(c.estimated for c in stages),
+                "priced_as": {m: k for m, k in sorted(self._priced_as.items()) if m != k},
             }
 
     def chat(
@@ -218,10 +253,12 @@ class LLMClient:
             kwargs["max_tokens"] = max_tokens
         if response_format is not None:
             kwargs["response_format"] = response_format
+        asked = estimate_tokens(_texts(messages))
         parsed = self._call(
             what=f"chat model '{model}'", model=model, stage=stage, case_id=case_id,
             send=lambda: self._openai.chat.completions.with_raw_response.create(**kwargs),
             parse=lambda body: parse_chat(body, model),
+            estimate=lambda parsed: (asked, estimate_tokens([parsed["text"] + (parsed["refusal"] or "")])),
         )
         response = {"text": parsed["text"], "prompt_tokens": parsed["prompt_tokens"],
                     "completion_tokens": parsed["completion_tokens"], "model": parsed["model"]}
@@ -263,6 +300,7 @@ class LLMClient:
                 send=lambda inputs=inputs: self._openai.embeddings.with_raw_response.create(
                     model=model, input=inputs, encoding_format="float"),
                 parse=lambda body, n=len(inputs): parse_embeddings(body, n),
+                estimate=lambda parsed, inputs=inputs: (estimate_tokens(inputs), 0), kind="embedding",
             )
             for (key, text), vector in zip(batch, parsed["vectors"]):
                 self._cache.write(key, "embedding", {"model": model, "text": text}, {"embedding": vector})
@@ -270,15 +308,18 @@ class LLMClient:
         return [list(found[k]) for k in keys]
 
     # --- network -------------------------------------------------------------------------------
-    def _call(self, *, what: str, model: str, stage: str, case_id: str | None,
-              send: Callable[[], Any], parse: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
+    def _call(self, *, what: str, model: str, stage: str, case_id: str | None, send: Callable[[], Any],
+              parse: Callable[[str], dict[str, Any]], estimate: Callable[[dict[str, Any]], tuple[int, int]],
+              kind: str = "chat") -> dict[str, Any]:
+        """One request, retried as the module docstring says; every 200 counted. ``estimate(parsed)``
+        gives (prompt, completion) tokens for a response without ``usage``."""
         attempts = 0
         malformed = 0
         while True:
             attempts += 1
             failure: _Failure | None = None
             with self._sem:
-                self._check_budget(model)     # holding the slot: at most `concurrency` calls pass the cap
+                self._check_budget(model, kind)     # holding the slot: at most `concurrency` calls pass the cap
                 try:
                     raw = send()
                     body = raw.text
@@ -294,14 +335,17 @@ class LLMClient:
                 except MalformedResponse as exc:
                     failure = _Failure(f"malformed response: {self._clean(str(exc))}", status_code=raw.status_code,
                                        retryable=True, malformed=True)
+                    # answered, so counted (and billed, as far as we can tell): its usage, else a bound
+                    tokens = usage_in(body)
+                    asked = estimate({"text": "", "refusal": None})[0]
+                    bound = (asked, estimate_tokens([body]) if kind == "chat" else 0)
+                    self._account(stage, case_id, model, tokens or bound, tokens is None, kind)
                 else:
-                    self._account(stage, case_id, model, parsed["prompt_tokens"], parsed["completion_tokens"])
-                    return parsed
-            retry = failure.retryable and attempts <= self._cfg.max_retries
-            if failure.malformed:
-                malformed += 1
-                retry = retry and malformed <= MALFORMED_RETRIES
-            if not retry:
+                    tokens = parsed["usage"]
+                    tokens, estimated = (tokens, False) if tokens is not None else (estimate(parsed), True)
+                    self._account(stage, case_id, model, tokens, estimated, kind)
+                    return {**parsed, "prompt_tokens": tokens[0], "completion_tokens": tokens[1]}
+            if not self._retry(failure, attempts, malformed):
                 with self._lock:
                     self._errors += 1
                 case = f" for case {case_id}" if case_id else ""
@@ -310,9 +354,15 @@ class LLMClient:
                                        reason=failure.reason),
                     status_code=failure.status_code, attempts=attempts, tip=_tip(failure.status_code, self._cfg),
                 ) from None
+            malformed += failure.malformed
             with self._lock:
                 self._retries += 1
             self._sleep(self._wait_s(failure, attempts))
+
+    def _retry(self, failure: _Failure, attempts: int, malformed: int) -> bool:
+        """Whether a failed attempt is tried again: retryable, retries left, and a malformed body only once."""
+        retry = failure.retryable and attempts <= self._cfg.max_retries
+        return retry and not (failure.malformed and malformed >= MALFORMED_RETRIES)
 
     def _status_failure(self, exc: openai.APIStatusError) -> _Failure:
         status = exc.status_code
@@ -338,27 +388,43 @@ class LLMClient:
         return text if len(text) <= 300 else text[:297] + "..."
 
     # --- accounting ----------------------------------------------------------------------------
-    def _check_budget(self, model: str) -> None:
+    def _price(self, model: str) -> tuple[str, Mapping[str, float]] | None:
+        try:
+            return price_for(model, self._cfg.prices)
+        except ValueError as exc:
+            raise ConfigError(f"llm.prices: {exc}") from None
+
+    def _check_budget(self, model: str, kind: str = "chat") -> None:
         cap = self._cfg.max_cost_usd
         if cap is None:
             return
-        if model not in self._cfg.prices:
+        found = self._price(model)
+        if found is None:
             raise ConfigError(UNPRICED.format(model=model))
-        with self._lock:
-            spent = self._usd
+        key, price = found
+        for side in ("prompt", "completion") if kind == "chat" else ("prompt",):
+            if side not in price:
+                raise ConfigError(HALF_PRICED.format(key=key, model=model, side=side))
+        spent = self.spend.usd
         if spent >= cap - 1e-12:
             raise BudgetExceeded(BUDGET_EXCEEDED.format(spent=_usd(spent), cap=_usd(cap)), tip=BUDGET_TIP)
 
-    def _account(self, stage: str, case_id: str | None, model: str, prompt: int, completion: int) -> None:
-        price = self._cfg.prices.get(model)
+    def _account(self, stage: str, case_id: str | None, model: str, tokens: tuple[int, int], estimated: bool,
+                 kind: str = "chat") -> None:
+        prompt, completion = tokens
+        found = self._price(model)
         cost = 0.0
-        if price is not None:
+        if found is not None:
+            price = found[1]
             cost = (prompt * float(price.get("prompt", 0.0)) + completion * float(price.get("completion", 0.0))) / 1e6
+        self.spend.add(cost)
         with self._lock:
             self._usd += cost
-            if price is None:
+            if found is None:
                 self._unpriced.add(model)
-        self._count(stage, case_id, StageCost(1, 0, prompt, completion, cost))
+            else:
+                self._priced_as[model] = found[0]
+        self._count(stage, case_id, StageCost(1, 0, prompt, completion, cost, int(estimated)))
 
     def _count(self, stage: str, case_id: str | None, cost: StageCost) -> None:
         with self._lock:
@@ -377,6 +443,17 @@ def _openai_sdk() -> ModuleType:
     import openai
 
     return openai
+
+
+def _texts(messages: list[dict[str, Any]]) -> list[str]:
+    """The text of every message (content parts joined), for the token estimate."""
+    out = []
+    for m in messages:
+        content = m.get("content") if isinstance(m, dict) else None
+        if isinstance(content, list):
+            content = " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+        out.append(content if isinstance(content, str) else "")
+    return out
 
 
 def _tip(status: int | None, cfg: LLMConfig) -> str | None:

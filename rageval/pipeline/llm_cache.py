@@ -4,7 +4,10 @@ Key = sha256 of canonical JSON of the cache version, the request kind, the endpo
 model and every request parameter; embeddings are keyed per text (model + text). The API key is
 never part of a key or a file. Files are ``<cache_dir>/<kk>/<key>.json``, written to a temporary
 file and renamed into place, so a crash never leaves half a file; an unreadable or implausible
-file is a miss (and is overwritten by the next write).
+file is a miss (and is overwritten by the next write). An entry is read only when it is a regular
+file (not a symlink, device or FIFO: a link to ``/dev/zero`` once cost 1.5 GB) of at most
+``MAX_ENTRY_BYTES``, strictly (``rageval.parse``); anything else is a miss, replaced by the next
+write, which never writes through a link.
 """
 
 from __future__ import annotations
@@ -16,10 +19,13 @@ from typing import Any
 
 from rageval.errors import ConfigError, ModelError, RagevalError
 from rageval.files import write_bytes
-from rageval.parse import load_json
+from rageval.parse import load_json, read_bytes
 from rageval.pipeline.llm_parse import is_count, is_number
 
 CACHE_VERSION = 1
+#: The largest entry read: a request (the prompt with its whole context) and its response. A chat
+#: prompt of top_k 1000 chunks is ~1 MB and a 3,072-dimension embedding ~70 KB; 16 MiB leaves room.
+MAX_ENTRY_BYTES = 16 * 2**20
 CACHE_UNWRITABLE = "llm.cache_dir: cannot write the response cache at {path}: {error}. Point llm.cache_dir at a writable folder."
 
 
@@ -43,8 +49,9 @@ class ResponseCache:
         """The stored response for ``key``, or None when there is none that is usable."""
         path = self.path(key)
         try:      # strictly, like every file rageval reads: a broken or hostile cache file is a miss
-            record = load_json(path.read_bytes(), str(path), error=ModelError)
-        except (OSError, RagevalError):
+            data = read_bytes(path, error=ModelError, limit=MAX_ENTRY_BYTES, links=False)
+            record = load_json(data, str(path), error=ModelError)
+        except RagevalError:
             return None
         if not isinstance(record, dict) or record.get("key") != key or record.get("kind") != kind:
             return None
@@ -67,6 +74,6 @@ class ResponseCache:
                   "request": request, "response": response}
         data = json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8")
         try:
-            write_bytes(path, data)
+            write_bytes(path, data, replace=True)   # ours: a planted link is replaced, not written through
         except RagevalError as exc:
             raise ConfigError(CACHE_UNWRITABLE.format(path=self.directory, error=exc.message)) from None

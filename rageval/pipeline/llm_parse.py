@@ -1,7 +1,10 @@
 """What a model endpoint answered, read without I/O: chat and embedding bodies, error bodies and
 the ``Retry-After`` headers of ``LLMClient`` (``rageval.pipeline.llm``).
 
-A 200 whose body is not a usable response raises :class:`MalformedResponse`; the client retries it once.
+A 200 whose body is not a usable response raises :class:`MalformedResponse`; the client retries it once
+and counts it as a call all the same (:func:`usage_in` reads its token counts if it has any). A
+chat body over :data:`MAX_CHAT_BODY_CHARS` is malformed without being parsed. ``usage`` is None
+when the endpoint sent no token counts: the client then estimates them (``rageval.cost``).
 """
 
 from __future__ import annotations
@@ -26,6 +29,9 @@ def is_number(x: object) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
+MAX_CHAT_BODY_CHARS = 4 * 2**20     # a chat completion is a few KB; a judge reply over 64 KiB is not read anyway
+
+
 def _load(body: str) -> dict[str, Any]:
     try:
         data = json.loads(body)
@@ -37,22 +43,36 @@ def _load(body: str) -> dict[str, Any]:
     return data
 
 
-def _usage(data: dict[str, Any]) -> tuple[int, int]:
+def _usage(data: dict[str, Any]) -> tuple[int, int] | None:
+    """(prompt, completion) tokens the endpoint reported; None when it sent no ``usage``."""
     usage = data.get("usage")
-    if not isinstance(usage, dict):
-        return 0, 0          # some servers omit usage; the call still counts, its tokens are unknown
+    if not isinstance(usage, dict) or (usage.get("prompt_tokens") is None and usage.get("completion_tokens") is None):
+        return None          # many local servers and gateways omit usage: the client estimates it
     prompt, completion = usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0
     if not (is_count(prompt) and is_count(completion)):
         raise MalformedResponse("usage token counts are not non-negative integers")
     return prompt, completion
 
 
+def usage_in(body: str) -> tuple[int, int] | None:
+    """The token counts of a body that is not a usable response, if it has readable ones."""
+    if len(body) > MAX_CHAT_BODY_CHARS:
+        return None
+    try:
+        return _usage(_load(body))
+    except MalformedResponse:
+        return None
+
+
 def parse_chat(body: str, model: str) -> dict[str, Any]:
-    """``{text, refusal, prompt_tokens, completion_tokens, model}`` of a chat completion body.
+    """``{text, refusal, usage, model}`` of a chat completion body (``usage``: (prompt, completion)
+    tokens, None when the endpoint sent none).
 
     A refusal (``message.refusal`` a string, as OpenAI sends it with ``content: null``) is kept
     apart from the content — ``text`` is then the content or "" — so a caller can tell a model
-    that declined from one that answered."""
+    that declined from one that answered. A tool call instead of an answer is malformed."""
+    if len(body) > MAX_CHAT_BODY_CHARS:
+        raise MalformedResponse(f"the body is {len(body):,} characters, over the {MAX_CHAT_BODY_CHARS:,} read")
     data = _load(body)
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
@@ -65,16 +85,16 @@ def parse_chat(body: str, model: str) -> dict[str, Any]:
         refusal = None
     if not isinstance(content, str):
         if refusal is None:
-            raise MalformedResponse("choices[0].message.content is not a string")
+            called = "the model called a tool instead of answering: " if message.get("tool_calls") else ""
+            raise MalformedResponse(f"{called}choices[0].message.content is not a string")
         content = ""
-    prompt, completion = _usage(data)
     served = data.get("model")
-    return {"text": content, "refusal": refusal, "prompt_tokens": prompt, "completion_tokens": completion,
+    return {"text": content, "refusal": refusal, "usage": _usage(data),
             "model": served if isinstance(served, str) and served else model}
 
 
 def parse_embeddings(body: str, n: int) -> dict[str, Any]:
-    """``{vectors, prompt_tokens, completion_tokens}`` of an embeddings body for ``n`` inputs."""
+    """``{vectors, usage}`` of an embeddings body for ``n`` inputs (``usage`` as :func:`parse_chat`'s)."""
     data = _load(body)
     items = data.get("data")
     if not isinstance(items, list) or len(items) != n:
@@ -100,8 +120,8 @@ def parse_embeddings(body: str, n: int) -> dict[str, Any]:
     dims = {len(v) for v in vectors if v is not None}
     if len(dims) != 1:
         raise MalformedResponse(f"embeddings have different lengths {sorted(dims)}")
-    prompt, _ = _usage(data)
-    return {"vectors": vectors, "prompt_tokens": prompt, "completion_tokens": 0}
+    usage = _usage(data)
+    return {"vectors": vectors, "usage": None if usage is None else (usage[0], 0)}
 
 
 def server_message(body: object) -> str | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -20,37 +20,26 @@ from pathlib import Path
 from typing import Any
 
 from rageval import __version__
-from rageval.config import Config
-from rageval.cost import Usage
+from rageval.cost import Cost, Usage
 from rageval.errors import RagevalError
 from rageval.golden import lifecycle
 from rageval.golden.corpus import Corpus, load_corpus
 from rageval.golden.set import Case, GoldenSet, load_golden
 from rageval.metrics.aggregate import summarize, verdict_of
 from rageval.metrics.judge import JUDGE_PARAMETERS
-from rageval.metrics.numbers import check_numbers
-from rageval.metrics.retrieval import case_metrics, first_relevant_rank
-from rageval.metrics.rules import (
-    check_must_include,
-    check_must_not_include,
-    check_refusal,
-)
-from rageval.pipeline.apps import Trace
+from rageval.metrics.registry import REGISTRY, RULE, CaseInput, case_metrics
+from rageval.metrics.registry import needs_model as checks_need_model
+from rageval.metrics.retrieval import Relevance, first_relevant_rank
+from rageval.pipeline.apps import App, Trace
 from rageval.pipeline.apps.builtin import BuiltinApp
 from rageval.pipeline.apps.command import CommandApp
 from rageval.pipeline.apps.http import HttpApp
 from rageval.pipeline.apps.replay import ReplayApp
 from rageval.pipeline.judging import CaseJudge, ModelJudge
 from rageval.pipeline.llm import LLMClient
-from rageval.results import (
-    FAIL,
-    CaseResult,
-    CheckResult,
-    Cost,
-    GoldenInfo,
-    Progress,
-    RunResult,
-)
+from rageval.records import FAIL, CaseResult, CheckResult
+from rageval.results import GoldenInfo, Progress, RunResult, Shard
+from rageval.settings import Config
 from rageval.text import count_tokens
 
 
@@ -62,18 +51,40 @@ class Evaluation:
     golden: GoldenSet
     subset: str | None
     corpus: Corpus
-    app: Any
-    client: Any = None
-    judge: CaseJudge = CaseJudge()
+    app: App
+    client: LLMClient | None = None
+    judge: CaseJudge = field(default_factory=CaseJudge)
     index_seconds: float = 0.0
     env: Mapping[str, str] = field(default_factory=dict)     # what the model client and the app may see
+    shard: Shard | None = None                               # run only this shard's cases (--shard i/N)
 
     @cached_property
-    def golden_checks(self) -> dict[str, Any]:
+    def golden_audit(self) -> dict[str, Any]:
         """Leaks of golden questions and coverage of sections and slices (the whole golden set);
-        computed once per evaluation, recorded in every RunResult it builds."""
-        leaks, coverage = lifecycle.check_golden(self.cfg, self.golden, self.corpus)
-        return {"leaks": None if leaks is None else [x.to_dict() for x in leaks], "coverage": coverage}
+        computed once per evaluation, recorded in every RunResult it builds. With
+        ``golden_checks.missing_sections: skip``, the expected sections no corpus file has."""
+        leaks, coverage = lifecycle.audit_golden(self.cfg, self.golden, self.corpus)
+        audit = {"leaks": None if leaks is None else [x.to_dict() for x in leaks], "coverage": coverage.to_dict()}
+        missing = missing_sections(self.golden.full, self.corpus)
+        if missing:
+            audit["missing_sections"] = {"policy": self.cfg.golden_checks.missing_sections,
+                                         "sections": sorted({s for ids in missing.values() for s in ids}),
+                                         "cases": sorted(missing)}
+        return audit
+
+    @cached_property
+    def holders(self) -> Mapping[str, tuple[frozenset[str], ...]] | None:
+        """Section → the section sets of the index's chunks holding it, when the app says (the
+        builtin app's chunks): the chunks nDCG's ideal ranking may use. None otherwise."""
+        chunks = getattr(self.app, "chunks", None)
+        if chunks is None:
+            return None
+        out: dict[str, set[frozenset[str]]] = {}
+        for chunk in chunks:
+            held = frozenset(chunk.sections)
+            for section in held:
+                out.setdefault(section, set()).add(held)
+        return {s: tuple(sorted(h, key=sorted)) for s, h in out.items()}
 
     @cached_property
     def snapshots(self) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -88,40 +99,45 @@ class Evaluation:
     def answer_all(self, cases: Sequence[Case], *, fresh: bool = False,
                    previous: Mapping[str, CaseResult] | None = None,
                    progress: Progress | None = None) -> list[CaseResult]:
-        """Answer and score ``cases`` concurrently; returns the results in the input order."""
+        """Answer and score ``cases`` concurrently; returns the results in the input order. Cases go
+        through the app in blocks of ``BLOCK`` (the app retrieves a block in one batch), and each
+        scored case keeps only its top ``retrieval.store_k`` retrieved items, so memory holds one
+        block's full rankings, not the run's (issue 22: 5,545 cases at top_k 1000)."""
         prepare_app = getattr(self.app, "prepare", None)
-        if prepare_app is not None:
-            prepare_app(cases)
+        store_k = self.cfg.retrieval.store_k
 
         def one(case: Case) -> CaseResult:
             prev = previous.get(case.id) if previous else None
             try:
-                trace = self.app.answer(case, fresh=fresh, previous=None if prev is None else trace_of(prev))
+                trace = self.app.answer(case, fresh=fresh, previous=reusable(prev, store_k))
             except RagevalError:
                 raise
             except Exception as exc:  # noqa: BLE001 - the user's app failing is a per-case error
                 trace = Trace(case.id, error=f"{type(exc).__name__}: {exc}")
-            return score_case(case, trace, self.corpus, self.cfg, self.judge)
+            result = score_case(case, trace, self.corpus, self.cfg, self.judge, fresh=fresh, holders=self.holders)
+            return result if result.retrieved is None else result.replace(retrieved=result.retrieved[:store_k])
 
         out: list[CaseResult] = []
         # threads only help an app that waits (a model, a service); an in-process deterministic
         # pipeline is CPU-bound, where threads only contend for the GIL
         workers = 1 if self.deterministic else max(1, min(self.cfg.app.concurrency, len(cases)))
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            for result in (map(one, cases) if workers == 1 else pool.map(one, cases)):
-                out.append(result)
-                if progress:
-                    progress(len(out), len(cases))
+            for block in blocks(cases, BLOCK):
+                if prepare_app is not None:
+                    prepare_app(block)
+                for result in (map(one, block) if workers == 1 else pool.map(one, block)):
+                    out.append(result)
+                    if progress:
+                        progress(len(out), len(cases))
         return out
 
     def run(self, *, fresh: bool = False, case_ids: Sequence[str] | None = None,
             previous: RunResult | None = None, progress: Progress | None = None) -> RunResult:
-        """One pass over the subset (or ``case_ids``) → a RunResult. ``fresh`` bypasses the
-        response caches; ``previous`` offers the first run's traces for deterministic stages."""
+        """One pass over the subset (or ``case_ids``; only the shard's cases with ``shard``) → a
+        RunResult. ``fresh`` bypasses the response caches; ``previous`` offers the first run's
+        traces for deterministic stages."""
         started, before = time.monotonic(), ledger_of(self.client)
-        if hasattr(self.judge, "fresh"):
-            self.judge.fresh = fresh
-        cases = list(self.golden.cases)
+        cases = [c for c in self.golden.cases if self.shard is None or self.shard.holds(c.id)]
         if case_ids is not None:
             wanted = set(case_ids)
             cases = [c for c in cases if c.id in wanted]
@@ -133,62 +149,99 @@ class Evaluation:
                             Cost.of(ledger_of(self.client).since(before), len(results)))
 
 
+#: cases an app answers per batch: its retrieval for a block is held at full depth until scored
+BLOCK = 256
+
+
+def blocks(items: Sequence[Case], size: int) -> Iterator[Sequence[Case]]:
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+def reusable(case: CaseResult | None, store_k: int) -> Trace | None:
+    """The first run's trace an App may reuse on a re-run: only when its retrieval was kept whole
+    (fewer items than ``retrieval.store_k``); a cut one would score the deeper cut-offs wrong."""
+    if case is None or (case.retrieved is not None and len(case.retrieved) >= store_k):
+        return None
+    return trace_of(case)
+
+
+def missing_sections(golden: GoldenSet, corpus: Corpus) -> dict[str, list[str]]:
+    """Case id → its expected sections that no corpus file has."""
+    known = set(corpus.ids())
+    out: dict[str, list[str]] = {}
+    for case in golden.cases:
+        gone = [s for s in case.expected_sections if s not in known]
+        if gone:
+            out[case.id] = gone
+    return out
+
+
 def trace_of(case: CaseResult) -> Trace:
     """The trace a scored case was made from (what an App may reuse on a re-run)."""
     return Trace(case.id, case.answer, case.retrieved, dict(case.usage), case.latency_ms, case.error)
 
 
 def needs_model(cfg: Config) -> bool:
-    return cfg.generation.provider == "openai" or cfg.embedding.provider == "openai" or cfg.judge.model is not None
+    """Whether a pipeline stage or a check calls a model under ``cfg`` (then a client is built)."""
+    return cfg.generation.provider == "openai" or cfg.embedding.provider == "openai" or checks_need_model(cfg)
 
 
 def prepare(cfg: Config, *, env: Mapping[str, str], subset: str | None = None, app_spec: str | None = None,
-            client: Any = None, judge: CaseJudge | None = None, corpus: Corpus | None = None,
-            golden: GoldenSet | None = None) -> Evaluation:
+            client: LLMClient | None = None, judge: CaseJudge | None = None, corpus: Corpus | None = None,
+            golden: GoldenSet | None = None, sections_checked: bool = False,
+            shard: Shard | None = None) -> Evaluation:
     """Load the golden set and corpus (unless ``golden`` / ``corpus`` are given: the whole set and
     corpus ``cfg`` names, already loaded), check them against each other, build the model client
     (only when a stage needs one), the judge and the App. ``env`` is the environment the model
     client and the user's app may see (the caller decides what it holds)."""
     golden = golden if golden is not None else load_golden(cfg.golden)
     corpus = corpus if corpus is not None else load_corpus(cfg.corpus, cfg.root)
-    golden.check_sections(corpus.ids())
+    if not sections_checked:
+        if cfg.golden_checks.missing_sections == "fail":
+            golden.check_sections(corpus.ids())
+        lifecycle.check_slice_gates(cfg, golden)
     chosen = golden.subset(subset)
     if client is None and needs_model(cfg):
         client = LLMClient(cfg.llm, env=env)
     if judge is None and cfg.judge.model:
-        judge = ModelJudge(client, cfg.judge)
+        judge = ModelJudge(client, cfg.judge, generator=cfg.generation.model if cfg.generation.provider == "openai"
+                           else None)
     app = make_app(cfg, corpus, app_spec, client, env)
     return Evaluation(cfg, chosen, subset, corpus, app, client, judge or CaseJudge(),
-                      getattr(app, "index_seconds", 0.0), dict(env))
+                      getattr(app, "index_seconds", 0.0), dict(env), shard)
 
 
-def make_app(cfg: Config, corpus: Corpus, app_spec: str | None, client: Any, env: Mapping[str, str]) -> Any:
+#: app.type -> how that App is made from the config (the builtin one also needs the corpus and model client)
+APP_FACTORIES: dict[str, Callable[[Config, Corpus, LLMClient | None, Mapping[str, str]], App]] = {
+    "builtin": lambda cfg, corpus, client, env: BuiltinApp(cfg, corpus, client),
+    "replay": lambda cfg, corpus, client, env: ReplayApp(cfg.app.path),  # type: ignore[arg-type]
+    "command": lambda cfg, corpus, client, env: CommandApp(cfg.app.command or (), cfg.root, cfg.app.timeout_s,
+                                                           env=env),
+    "http": lambda cfg, corpus, client, env: HttpApp(cfg.app.url or "", cfg.app.timeout_s, cfg.app.headers, env=env),
+}
+
+
+def make_app(cfg: Config, corpus: Corpus, app_spec: str | None, client: LLMClient | None,
+             env: Mapping[str, str]) -> App:
+    """The App the config names; ``app_spec`` ``replay:FILE`` (the command line's ``--app``) overrides it."""
     kind, _, arg = (app_spec or "").partition(":")
     if app_spec and kind != "replay":
         raise RagevalError(f"--app {app_spec!r}: only replay:FILE overrides the config's app on the command line.")
     if kind == "replay":
         return ReplayApp(Path(arg))
-    a = cfg.app
-    if a.type == "replay":
-        return ReplayApp(a.path)  # type: ignore[arg-type]
-    if a.type == "command":
-        return CommandApp(a.command or (), cfg.root, a.timeout_s, env=env)
-    if a.type == "http":
-        return HttpApp(a.url or "", a.timeout_s, a.headers, env=env)
-    return BuiltinApp(cfg, corpus, client)
+    return APP_FACTORIES[cfg.app.type](cfg, corpus, client, env)
 
 
 # --- scoring ------------------------------------------------------------------------------
 
-#: the deterministic checks that come before the judge: a case failing one is not judged
-#: (unless judge.always), so no model call is spent on an answer already known to be wrong
-RULE_CHECKS = ("numbers", "must_include", "must_not_include", "refusal")
-
-
-def score_case(case: Case, trace: Trace, corpus: Corpus, cfg: Config, judge: CaseJudge) -> CaseResult:
-    """Every check of one answered case, and its verdict: passed when no applicable check failed;
-    an App error or a check error makes the case an error (``passed`` None), not a fail. Rules
-    first: the judge is told which of ``RULE_CHECKS`` the case already fails."""
+def score_case(case: Case, trace: Trace, corpus: Corpus, cfg: Config, judge: CaseJudge, *,
+               fresh: bool = False, holders: Mapping[str, Sequence[frozenset[str]]] | None = None) -> CaseResult:
+    """Every check of one answered case, in the registry's order (retrieval, rules, then model
+    checks, told which rules the case already fails), and its verdict: passed when no applicable
+    check failed; an App error or a check error makes the case an error (``passed`` None), not a
+    fail. ``fresh``: model checks bypass the response cache (the gate's re-runs). ``holders``:
+    section → the sections of the index's chunks holding it, when the app says (nDCG's ideal)."""
     base = CaseResult(
         id=case.id, question=case.question, expected_answer=case.expected_answer,
         expected_sections=tuple(case.expected_sections), slice=dict(case.slice), tags=tuple(case.tags),
@@ -199,36 +252,43 @@ def score_case(case: Case, trace: Trace, corpus: Corpus, cfg: Config, judge: Cas
     # chunk sizes: as the app reported them, else counted with our tokenizer
     tokens = None if trace.retrieved is None else [
         r.tokens if r.tokens is not None else count_tokens(r.text) for r in trace.retrieved]
-    checks, metrics, rank = _retrieval(case, trace, tokens, cfg)
-    source = corpus.text_of(case.expected_sections)
-    checks["numbers"] = check_numbers(trace.answer, case.expected_answer, source, cfg.checks.units)
-    checks["must_include"] = check_must_include(trace.answer, case.must_include)
-    checks["must_not_include"] = check_must_not_include(trace.answer, case.must_not_include)
-    checks["refusal"] = check_refusal(trace.answer, case.out_of_scope, cfg.checks.refusal_markers)
-    if trace.answer is None:
-        checks["judge"] = CheckResult.skipped("no answer: retrieval-only case")
-    else:
-        checks.update(judge.check(case, trace, source, [n for n in RULE_CHECKS if checks[n].status == FAIL]))
+    relevance = case_relevance(case, corpus, cfg, holders)
+    metrics: dict[str, float] = {}
+    rank = None
+    if trace.retrieved is not None and tokens is not None and relevance.grades:
+        ranking = [set(r.sections) for r in trace.retrieved]
+        metrics = {k: round(v, 6) for k, v in case_metrics(cfg.metric_names(), ranking, tokens, relevance).items()}
+        rank = first_relevant_rank(ranking, relevance)
+    source = corpus.text_of([s for s, g in relevance.grades.items() if g > 0])
+    x = CaseInput(id=case.id, question=case.question, expected_answer=case.expected_answer,
+                  expected_sections=tuple(relevance.grades), answer=trace.answer, retrieved=trace.retrieved,
+                  source=source, must_include=tuple(case.must_include), must_not_include=tuple(case.must_not_include),
+                  out_of_scope=case.out_of_scope, first_relevant_rank=rank,
+                  relevant_sections=tuple(s for s in relevance.grades if s in relevance.relevant),
+                  k=max(cfg.retrieval.k), units=cfg.checks.units, refusal_markers=cfg.checks.refusal_markers,
+                  model=lambda failed: judge.check(case, trace, source, failed, fresh=fresh))
+    checks: dict[str, CheckResult] = {}
+    for check in REGISTRY.ordered_checks():
+        if check.applies(cfg):
+            checks[check.name] = result = check.run(x)  # type: ignore[misc]
+            if check.stage == RULE and result.status == FAIL:
+                x.failed_rules.append(check.name)
     passed, failures, error = verdict_of(checks)
     return base.replace(context_tokens=None if tokens is None else sum(tokens[: len(trace.context)]),
                         first_relevant_rank=rank, metrics=metrics, checks=checks, passed=passed,
                         failures=failures, error=error)
 
 
-def _retrieval(case: Case, trace: Trace, tokens: list[int] | None, cfg: Config
-               ) -> tuple[dict[str, CheckResult], dict[str, float], int | None]:
-    """(checks with the retrieval check, retrieval metrics, first relevant rank) of one case."""
-    expected = set(case.expected_sections)
-    if trace.retrieved is None or tokens is None or not expected:
-        why = "out of scope: no expected sections" if not expected else "the app reported no retrieval"
-        return {"retrieval": CheckResult.skipped(why)}, {}, None
-    ranking = [set(r.sections) for r in trace.retrieved]
-    metrics = {k: round(v, 6) for k, v in case_metrics(cfg.metric_names(), ranking, tokens, expected).items()}
-    rank = first_relevant_rank(ranking, expected)
-    k = max(cfg.retrieval.k)
-    check = (CheckResult.ok(f"first relevant chunk at rank {rank}", k=k) if rank is not None and rank <= k
-             else CheckResult.fail(f"no chunk with {', '.join(sorted(expected))} in the top {k}", k=k))
-    return {"retrieval": check}, metrics, rank
+def case_relevance(case: Case, corpus: Corpus, cfg: Config,
+                   holders: Mapping[str, Sequence[frozenset[str]]] | None) -> Relevance:
+    """The case's graded sections as its metrics see them: under ``golden_checks.missing_sections:
+    skip`` the sections no corpus file has are left out; ``retrieval.relevance_min`` applies."""
+    grades = case.relevance()
+    if cfg.golden_checks.missing_sections == "skip":
+        known = corpus.by_id()
+        grades = {s: g for s, g in grades.items() if s in known}
+    held = None if holders is None else [h for s in grades for h in holders.get(s, ())]
+    return Relevance.of(grades, cfg.retrieval.relevance_min, held)
 
 
 # --- the RunResult --------------------------------------------------------------------------
@@ -244,8 +304,10 @@ def build_result(ev: Evaluation, cases: list[CaseResult], timings: dict[str, flo
         git_sha=git_sha(ev.cfg.root),
         golden=GoldenInfo(**golden, n_total=len(ev.golden.full.cases), cases=ev.snapshots[0]),
         corpus={"sections": ev.snapshots[1]},
-        golden_checks=ev.golden_checks,
-        app={"name": getattr(ev.app, "name", type(ev.app).__name__), "deterministic": ev.deterministic},
+        golden_checks=ev.golden_audit,
+        app={"name": getattr(ev.app, "name", type(ev.app).__name__), "deterministic": ev.deterministic,
+             **({"chunks": len(ev.app.chunks), "language": ev.app.language} if isinstance(ev.app, BuiltinApp)
+                else {})},
         config=config,
         config_fingerprint=ev.cfg.fingerprint(),
         metric_names=tuple(names),
@@ -253,12 +315,13 @@ def build_result(ev: Evaluation, cases: list[CaseResult], timings: dict[str, flo
         cases=tuple(cases),
         cost=cost,
         timings=timings,
+        shard=ev.shard,
     )
 
 
-def ledger_of(client: Any) -> Usage:
+def ledger_of(client: LLMClient | None) -> Usage:
     """The model client's running counts (nothing for a run without one)."""
-    return client.ledger() if client is not None and hasattr(client, "ledger") else Usage()
+    return client.ledger() if client is not None else Usage()
 
 
 def git_sha(root: Path) -> str | None:

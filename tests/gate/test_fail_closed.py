@@ -5,26 +5,23 @@ happens to the output, the files handed to the gate, or the golden set's version
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import DEMO
 
-DEMO = ROOT / "examples" / "banhang"
 QUESTION = "Áo khoác mua online mặc chật thì đổi size trong bao nhiêu ngày?"
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory) -> dict[str, Path]:
+def demo(tmp_path_factory, copy_demo) -> dict[str, Path]:
     """A copy of the demo, main's baseline of its pr subset, and the PR's candidate (800 tokens)."""
     from rageval.cli import main
 
     root = tmp_path_factory.mktemp("fail-closed")
-    project = root / "banhang"
-    shutil.copytree(DEMO, project, ignore=shutil.ignore_patterns(".rageval-cache"))
+    project = copy_demo(root / "banhang")
     paths = {"project": project, "baseline": root / "baseline.json", "candidate": root / "candidate.json"}
     assert main(["baseline", "--config", str(project / "rageval.yml"), "--subset", "pr", "--repeats", "1",
                  "--out", str(paths["baseline"])]) == 0
@@ -164,9 +161,8 @@ def test_a_case_missing_from_the_candidate_fails_and_is_listed(demo, run_cli, tm
 
 # 5 ------------------------------------------------------------------------------------------
 
-def test_adding_a_golden_case_keeps_the_drop_checks_and_the_pass_to_fail_list(demo, run_cli, tmp_path):
-    project = tmp_path / "banhang"
-    shutil.copytree(demo["project"], project)
+def test_adding_a_golden_case_keeps_the_drop_checks_and_the_pass_to_fail_list(demo, run_cli, tmp_path, copy_demo):
+    project = copy_demo(tmp_path / "banhang")
     code, stdout, err = run_cli("golden", "add", "--config", project / "rageval.yml", "--question", QUESTION,
                                 "--expected-sections", "DT-1", "--expected-answer",
                                 "Trong 7 ngày kể từ ngày nhận hàng, hàng còn tem và nhãn.",
@@ -186,22 +182,35 @@ def test_adding_a_golden_case_keeps_the_drop_checks_and_the_pass_to_fail_list(de
 
 # 6 ------------------------------------------------------------------------------------------
 
-def test_not_comparable_is_said_in_the_title_and_can_block(demo, run_cli, tmp_path):
+def test_not_comparable_is_said_in_the_title_and_blocks_unless_main_says_pass(demo, run_cli, tmp_path, copy_demo):
+    """A baseline of another project's golden set cannot be compared: it blocks, whatever the PR's
+    own config says; only main's policy (in the baseline) can let it pass."""
     data = json.loads(demo["baseline"].read_text(encoding="utf-8"))
-    data["golden"]["version"] = 3
-    for case in list(data["golden"]["cases"].values())[:100]:
-        case["question"] += " (v3 wording)"
-    old = tmp_path / "baseline-v3.json"
+    data["golden"]["name"] = "another-team-faq"
+    old = tmp_path / "baseline-other.json"
     old.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-    lenient = tmp_path / "banhang"
-    shutil.copytree(demo["project"], lenient)
-    config = lenient / "rageval.yml"
-    code, stdout, _, verdict = gate(run_cli, {**demo, "baseline": old, "project": lenient}, config="rageval.yml",
+    project = copy_demo(tmp_path / "banhang")
+    config = project / "rageval.yml"
+    code, stdout, _, verdict = gate(run_cli, {**demo, "baseline": old, "project": project}, config="rageval.yml",
                                     out=tmp_path / "v.json")
-    assert (code, verdict["state"]) == (0, "not_comparable")
-    assert stdout.startswith("RAG eval gate: passed (not comparable) — only ")
-    text = config.read_text(encoding="utf-8").replace("gate:\n", "gate:\n  not_comparable: fail\n", 1)
-    config.write_text(text, encoding="utf-8")
-    code, stdout, _, verdict = gate(run_cli, {**demo, "baseline": old, "project": lenient}, config="rageval.yml",
+    assert (code, verdict["state"]) == (1, "not_comparable")
+    assert stdout.startswith("RAG eval gate: blocked (not comparable) — the baseline is another project's (golden "
+                             "set 'another-team-faq', not 'banhang-returns')")
+    assert verdict["reasons"][0]["message"] == (
+        "the baseline is another project's (golden set 'another-team-faq', not 'banhang-returns'): gate against a "
+        "baseline of 'banhang-returns' from this repository's main")
+    # the PR writing not_comparable: pass loosens main's policy: main's value applies, and that is said
+    config.write_text(config.read_text(encoding="utf-8").replace("gate:\n", "gate:\n  not_comparable: pass\n", 1),
+                      encoding="utf-8")
+    code, stdout, _, verdict = gate(run_cli, {**demo, "baseline": old, "project": project}, config="rageval.yml",
                                     out=tmp_path / "v2.json")
-    assert code == 1 and stdout.startswith("RAG eval gate: blocked (not comparable) — only ")
+    assert code == 1 and verdict["policy"]["loosened"] == [
+        {"key": "gate.not_comparable", "main": "fail", "pr": "pass"}]
+    assert "this PR loosens the gate: gate.not_comparable; main's values apply until it is merged" in stdout
+    # main itself saying pass (its baseline records it) lets a not-comparable run pass, said in the title
+    data["config"]["gate"]["not_comparable"] = "pass"
+    old.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    code, stdout, _, verdict = gate(run_cli, {**demo, "baseline": old, "project": project}, config="rageval.yml",
+                                    out=tmp_path / "v3.json")
+    assert (code, verdict["state"]) == (0, "not_comparable")
+    assert stdout.startswith("RAG eval gate: passed (not comparable) — the baseline is another project's")

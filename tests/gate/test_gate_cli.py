@@ -52,7 +52,9 @@ def test_deterministic_baseline_records_zero_noise_without_repeating(seed_projec
     assert "deterministic" in stdout
 
 
-def test_a_golden_change_that_leaves_too_few_cases_unchanged_is_not_comparable(seed_project, run_cli, tmp_path):
+def test_a_golden_change_is_compared_on_mains_cases_run_with_the_prs_pipeline(seed_project, run_cli, tmp_path):
+    """The PR's golden set words two of main's five cases differently: main's cases, as main asks
+    them, are run with the PR's pipeline and compared; the golden change cannot switch the gate off."""
     base = tmp_path / "baseline.json"
     run_cli("baseline", "--config", seed_project["chunk-200"], "--out", base)
     data = json.loads(base.read_text(encoding="utf-8"))
@@ -63,9 +65,13 @@ def test_a_golden_change_that_leaves_too_few_cases_unchanged_is_not_comparable(s
     verdict = tmp_path / "v.json"
     code, _, _ = run_cli("gate", "--config", seed_project["chunk-800"], "--baseline", base, "--out", verdict)
     v = json.loads(verdict.read_text(encoding="utf-8"))
-    assert v["comparable"] is False and v["state"] == "not_comparable"
-    assert v["pass_to_fail"] == []            # no per-case comparison across versions
-    assert code == 1                          # floors and zero tolerance still apply
+    assert v["comparable"] is True and v["state"] == "fail" and code == 1
+    assert v["pass_to_fail"] == ["q01", "q03"]          # the incident, found on main's own cases
+    assert v["golden"]["compared_cases"] == 5
+    assert v["reasons"][0]["message"] == (
+        "this PR changes 2 of main's 5 cases in its golden set: drops, pass→fail and zero tolerance are compared "
+        "on main's 5 cases as main asks them, run with this PR's pipeline; floors apply to the PR's 5 cases")
+    assert [c["id"] for c in v["golden"]["diff"]["changed"]] == ["q02", "q04"]
 
 
 def test_missing_baseline_policy(seed_project, run_cli, tmp_path):
@@ -138,13 +144,18 @@ def test_near_floor_triggers_exactly_one_rerun_of_generation_only(tmp_path, run_
 
 def test_judge_is_not_gated_while_its_agreement_is_unmeasured(seed_project, run_cli, tmp_path):
     cfg = seed_project["chunk-200"]
+    candidate = tmp_path / "candidate.json"
+    assert run_cli("run", "--config", cfg, "--out", candidate)[0] == 0
     text = cfg.read_text(encoding="utf-8").replace("floors: {hit@3: 0.95, mrr@5: 0.85}",
                                                    "floors: {hit@3: 0.95, mrr@5: 0.85, judge_pass: 0.9}")
     cfg.write_text(text, encoding="utf-8")
-    code, stdout, _ = run_cli("gate", "--config", cfg)
-    assert code == 1                                  # judge_pass n/a under a floor blocks
-    cfg.write_text(text + "judge: {min_agreement: 0.8}\n", encoding="utf-8")
-    code, stdout, _ = run_cli("gate", "--config", cfg)
+    code, _, err = run_cli("gate", "--config", cfg, "--candidate", candidate)
+    assert code == 2 and "does not produce judge_pass" in err      # no judge: a floor on it could never be checked
+    cfg.write_text(text + "judge: {model: judge-model}\n", encoding="utf-8")
+    code, stdout, _ = run_cli("gate", "--config", cfg, "--candidate", candidate)
+    assert code == 1                                  # judge_pass n/a (not judged) under a floor blocks
+    cfg.write_text(text + "judge: {model: judge-model, min_agreement: 0.8}\n", encoding="utf-8")
+    code, stdout, _ = run_cli("gate", "--config", cfg, "--candidate", candidate)
     assert code == 0, stdout
     assert "note: judge_pass is not gated" in stdout and "agreement" in stdout
 
@@ -159,3 +170,32 @@ def test_report_rerenders_the_markdown_from_saved_files(seed_project, run_cli, t
                               "--baseline", base, "--candidate", cand, "--out", out)
     assert code == 0, stderr
     assert out.read_text(encoding="utf-8") == (tmp_path / "gate.md").read_text(encoding="utf-8")
+
+
+# --- $GITHUB_STEP_SUMMARY ----------------------------------------------------------------------
+
+def test_gate_appends_its_report_to_the_step_summary_as_the_action_does(seed_project, run_cli, tmp_path,
+                                                                        monkeypatch):
+    base, report = tmp_path / "baseline.json", tmp_path / "report.md"
+    run_cli("baseline", "--config", seed_project["chunk-200"], "--out", base)
+    summary = tmp_path / "step_summary.md"
+    summary.write_text("an earlier step's summary\n", encoding="utf-8")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    code, _, _ = run_cli("gate", "--config", seed_project["chunk-800"], "--baseline", base, "--report-md", report)
+    assert code == 1
+    markdown = report.read_text(encoding="utf-8")
+    assert summary.read_text(encoding="utf-8") == "an earlier step's summary\n" + markdown
+    assert markdown.startswith("### ❌ ")
+
+
+def test_without_the_variable_no_summary_is_written(seed_project, run_cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, _, _ = run_cli("gate", "--config", seed_project["chunk-200"])
+    assert code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["seed"]
+
+
+def test_an_unwritable_step_summary_is_exit_2_naming_it_never_a_pass(seed_project, run_cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "gone" / "summary.md"))
+    code, _, stderr = run_cli("gate", "--config", seed_project["chunk-200"])
+    assert code == 2 and "summary.md: could not append to the runner's file" in stderr

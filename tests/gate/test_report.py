@@ -15,18 +15,14 @@ from typing import Any
 import builders
 import pytest
 
-from rageval.config import GateConfig, ReportConfig
-from rageval.gate.decide import evaluate
-from rageval.gate.report import (
-    GITHUB_COMMENT_LIMIT,
-    escape_md,
-    fence,
-    printable,
-    render_markdown,
-    render_run_table,
-    render_summary_line,
-)
-from rageval.results import CaseResult, CheckResult, Cost, RunResult
+from rageval.cost import Cost
+from rageval.gate.decide import verdict_on
+from rageval.gate.markdown import escape_md, fence, printable
+from rageval.gate.report import GITHUB_COMMENT_LIMIT, render_markdown
+from rageval.gate.terminal import render_run_table, render_summary_line
+from rageval.records import CaseResult, CheckResult
+from rageval.results import RunResult
+from rageval.settings import GateConfig, ReportConfig
 
 DATA = Path(__file__).parents[1] / "data"
 UPDATE = os.environ.get("RAGEVAL_UPDATE_GOLDEN") == "1"
@@ -88,7 +84,7 @@ def chunk800(**kw: Any) -> RunResult:
 SEED_GATE = GateConfig(floors={"hit@3": 0.95, "mrr@5": 0.85}, zero_tolerance=("numbers",))
 
 
-def check_golden(scenario: str, text: str) -> None:
+def matches_golden_file(scenario: str, text: str) -> None:
     path = DATA / scenario / "comment.md"
     if UPDATE:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -103,14 +99,14 @@ def check_golden(scenario: str, text: str) -> None:
 
 def test_blocked_report_matches_golden_file():
     before, after = chunk200(), chunk800()
-    verdict = evaluate(before, after, SEED_GATE)
+    verdict = verdict_on(before, after, SEED_GATE)
     text = render_markdown(verdict, before, after, ReportConfig())
     assert text.splitlines()[0] == "### ❌ RAG eval gate: blocked — mrr@5 0.63 < 0.85 (floor)"
     assert "| mrr@5 | 0.90 | 0.63 | −0.27 | ≥ 0.85 | ❌ |" in text
     assert "| hit@3 | 1.00 | 1.00 | 0.00 | ≥ 0.95 | ✅ |" in text
     assert "| chunking.size | 200 | 800 |" in text
     assert "**First relevant rank:** 1 → 3" in text and ANSWERS_800["q01"] in text and ANSWER_200_Q01 in text
-    check_golden("report_blocked", text)
+    matches_golden_file("report_blocked", text)
 
 
 def test_passed_report_with_flaky_case_matches_golden_file():
@@ -127,12 +123,12 @@ def test_passed_report_with_flaky_case_matches_golden_file():
 
     cfg = GateConfig(floors={"hit@3": 0.95, "mrr@5": 0.85}, max_drop={"mrr@5": 0.03, "pass_rate": 0.05},
                      zero_tolerance=("numbers",))
-    verdict = evaluate(before, fixed, cfg, rerun)
+    verdict = verdict_on(before, fixed, cfg, rerun)
     assert calls == [["q05"]] and verdict.flaky == ("q05",) and verdict.verdict == "pass"
     text = render_markdown(verdict, before, fixed, ReportConfig())
     assert text.splitlines()[0] == "### ✅ RAG eval gate: passed — all gates passed"
     assert "<details><summary>Fail → pass (2)</summary>" in text and "<details><summary>Flaky (1)" in text
-    check_golden("report_passed", text)
+    matches_golden_file("report_passed", text)
 
 
 def test_not_comparable_report_matches_golden_file():
@@ -140,14 +136,15 @@ def test_not_comparable_report_matches_golden_file():
     before = old.replace(cases=tuple(c.replace(question=c.question + " (v2)") if c.id in ("q02", "q04") else c
                                      for c in old.cases))
     after = chunk200()
-    verdict = evaluate(before, after, GateConfig(floors={"hit@3": 0.95, "mrr@5": 0.85}, max_drop={"mrr@5": 0.0}))
+    verdict = verdict_on(before, after, GateConfig(floors={"hit@3": 0.95, "mrr@5": 0.85}, max_drop={"mrr@5": 0.0},
+                                                   not_comparable="pass"))
     text = render_markdown(verdict, before, after, ReportConfig())
     assert text.splitlines()[0] == (
         "### ⚠️ RAG eval gate: passed (not comparable) — only 3 of the PR's 5 cases are unchanged since the baseline "
         "(golden set v2 → v3: 2 changed); at least 10 are needed to compare (gate.min_common_cases 10, and half of "
         "the PR's cases), so only floors and zero-tolerance apply")
     assert "v3 (sha256 `9f86d081884c`), baseline v2 — not comparable: floors and zero-tolerance only" in text
-    check_golden("report_not_comparable", text)
+    matches_golden_file("report_not_comparable", text)
 
 
 # --- size ------------------------------------------------------------------------------------
@@ -158,7 +155,7 @@ def test_500_failing_cases_fit_a_github_comment_and_keep_header_and_tables():
                   for i in range(500)])
     after = run([case(f"c{i:03d}", 4, long + "!", question=f"Câu hỏi số {i} " * 10, numbers=(["7 ngày"], ["30 ngày"]),
                       slice_={"type": f"t{i % 7}"}) for i in range(500)], config={"chunking": {"size": 800}})
-    verdict = evaluate(before, after, GateConfig(floors={"mrr@5": 0.85, "pass_rate": 0.9}, zero_tolerance=("numbers",)))
+    verdict = verdict_on(before, after, GateConfig(floors={"mrr@5": 0.85, "pass_rate": 0.9}, zero_tolerance=("numbers",)))
     text = render_markdown(verdict, before, after, ReportConfig(max_cases=25))
     assert len(text) < GITHUB_COMMENT_LIMIT
     assert text.startswith("### ❌ RAG eval gate: blocked — mrr@5 0.25 < 0.85 (floor)\n")
@@ -172,7 +169,7 @@ def test_500_failing_cases_fit_a_github_comment_and_keep_header_and_tables():
 
 def test_small_max_chars_cuts_case_lists_first():
     before, after = chunk200(), chunk800()
-    verdict = evaluate(before, after, SEED_GATE)
+    verdict = verdict_on(before, after, SEED_GATE)
     full = render_markdown(verdict, before, after, ReportConfig())
     cut = render_markdown(verdict, before, after, ReportConfig(), max_chars=len(full) - 1)
     assert len(cut) < len(full) and "| mrr@5 | 0.90 | 0.63 |" in cut and "…and " in cut
@@ -209,7 +206,7 @@ def test_model_text_cannot_break_out_of_the_report():
     bad = case("q1", 2, NASTY, question=question,
                checks={"judge": CheckResult.fail("says </details> and @here")})
     after = run([bad, case("q2", 1, "ok")])
-    verdict = evaluate(before, after, GateConfig())
+    verdict = verdict_on(before, after, GateConfig())
     text = render_markdown(verdict, before, after, ReportConfig(), title="Gate <b>@team</b>")
     rest, blocks = outside_fences(text)
     assert NASTY in blocks                                       # the answer verbatim, inside its fence
@@ -227,7 +224,7 @@ def test_holdout_cases_show_counts_never_text():
     before = run([case("h1", 1, secret_a, question=secret_q, tags=("holdout",)), case("q2", 1, "ok")])
     after = run([case("h1", 3, secret_a + "!", question=secret_q, tags=("holdout",), numbers=(["7 ngày"], ["30 ngày"])),
                  case("q2", 1, "ok")])
-    verdict = evaluate(before, after, GateConfig(zero_tolerance=("numbers",)))
+    verdict = verdict_on(before, after, GateConfig(zero_tolerance=("numbers",)))
     assert verdict.verdict == "fail" and verdict.pass_to_fail == ("h1",)
     text = render_markdown(verdict, before, after, ReportConfig())
     assert "SECRET" not in text and "h1" not in text and "30 ngày" not in text
@@ -239,10 +236,10 @@ def test_holdout_cases_show_counts_never_text():
 
 def test_summary_line():
     before, after = chunk200(), chunk800()
-    verdict = evaluate(before, after, SEED_GATE)
+    verdict = verdict_on(before, after, SEED_GATE)
     assert render_summary_line(verdict) == "RAG eval gate: blocked — mrr@5 0.63 < 0.85 (floor); +2 more reasons"
-    assert render_summary_line(evaluate(before, before, SEED_GATE)) == "RAG eval gate: passed — all gates passed"
-    long = render_summary_line(evaluate(None, after, GateConfig(zero_tolerance=("numbers",))), title="x" * 200)
+    assert render_summary_line(verdict_on(before, before, SEED_GATE)) == "RAG eval gate: passed — all gates passed"
+    long = render_summary_line(verdict_on(None, after, GateConfig(zero_tolerance=("numbers",))), title="x" * 200)
     assert len(long) == 140 and long.endswith("…") and "\n" not in long
 
 
@@ -298,7 +295,7 @@ def test_control_and_bidi_characters_never_reach_the_comment():
     before = run([case("q1" + HOSTILE, 1, "ok", **texts), case("q2", 1, "ok")])
     bad = case("q1" + HOSTILE, 2, "answer " + HOSTILE, checks={"judge": CheckResult.fail("judge " + HOSTILE)}, **texts)
     after = run([bad, case("q2", 2, "ok", error="app error " + HOSTILE)])
-    verdict = evaluate(before, after, GateConfig(floors={"pass_rate": 0.9}))
+    verdict = verdict_on(before, after, GateConfig(floors={"pass_rate": 0.9}))
     assert verdict.pass_to_fail == ("q1" + HOSTILE,)
     text = render_markdown(verdict, before, after, ReportConfig(), title="Gate " + HOSTILE)
     assert not RAW_CONTROL.findall(text)
@@ -334,7 +331,7 @@ def test_one_long_case_does_not_hide_the_others():
     """The issue's case: one 200 KB text among 30 pass→fail cases used to leave no case at all."""
     long_text = "Một câu trả lời rất dài. " * 8_000            # 200,000 characters
     before, after = p2f_cases(30, "c00", long_text)
-    verdict = evaluate(before, after, GateConfig(floors={"pass_rate": 0.9}))
+    verdict = verdict_on(before, after, GateConfig(floors={"pass_rate": 0.9}))
     assert len(verdict.pass_to_fail) == 30
     text = render_markdown(verdict, before, after, ReportConfig(max_cases=30))
     assert len(text) < GITHUB_COMMENT_LIMIT
@@ -346,7 +343,7 @@ def test_one_long_case_does_not_hide_the_others():
 
 def test_a_huge_title_cannot_cut_off_the_verdict():
     before, after = chunk200(), chunk800()
-    verdict = evaluate(before, after, SEED_GATE)
+    verdict = verdict_on(before, after, SEED_GATE)
     text = render_markdown(verdict, before, after, ReportConfig(title="T" * 100_000))
     assert text.splitlines()[0] == ("### ❌ " + "T" * 200 + "… (99,800 more characters): blocked — "
                                     "mrr@5 0.63 < 0.85 (floor)")

@@ -7,7 +7,7 @@ import pytest
 from builders import case, run
 
 from rageval.gate import stats
-from rageval.results import CheckResult
+from rageval.records import CheckResult
 
 STATUS = {"pass": CheckResult.ok(""), "fail": CheckResult.fail("wrong number"), "skipped": CheckResult.skipped("none"),
           "error": CheckResult.error("timeout")}

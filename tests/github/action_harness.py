@@ -13,7 +13,7 @@ from github_server import FakeGitHub
 from runner_log import RunnerLog
 
 from rageval.config import load_config
-from rageval.gate.decide import evaluate, narrow_baseline
+from rageval.gate.decide import narrow_baseline, verdict_on
 from rageval.gate.verdict import Verdict
 from rageval.github.action import main
 from rageval.github.comment import comment_marker
@@ -133,7 +133,7 @@ def expected_verdict(ws: Path, config: str, baseline: RunResult, subset: str | N
     ev = prepare(cfg, subset=subset, env={})
     candidate = ev.run()
     narrowed = narrow_baseline(baseline, [c.id for c in ev.golden.cases])
-    return evaluate(narrowed, candidate, cfg.gate,
+    return verdict_on(narrowed, candidate, cfg.gate,
                          rerun=lambda ids: ev.run(fresh=True, case_ids=ids, previous=candidate))
 
 

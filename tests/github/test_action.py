@@ -70,7 +70,7 @@ def test_inputs_default_like_action_yml():
         if name != "github-token":
             assert str(spec["default"]) == INPUT_DEFAULTS[name], name
     assert declared["inputs"]["github-token"]["default"] == "${{ github.token }}"
-    assert set(declared["outputs"]) == {"verdict", "results", "report", "pass-to-fail"}
+    assert set(declared["outputs"]) == {"verdict", "results", "report", "html", "pass-to-fail"}
     assert declared["runs"] == {"using": "docker", "image": "Dockerfile"}
     inputs = parse_inputs({})
     assert (inputs.config, inputs.mode, inputs.repeats, inputs.comment, inputs.subset) == (
@@ -90,7 +90,10 @@ def test_docs_table_every_input_and_output():
                                                        "actions": "read"}
     uploads = [s for s in workflow["jobs"]["baseline"]["steps"] if s.get("uses") == "actions/upload-artifact@v4"]
     assert uploads[0]["with"]["name"] == INPUT_DEFAULTS["baseline-artifact"]
-    assert uploads[0]["with"]["path"] == "${{ steps.rageval.outputs.results }}"
+    assert uploads[0]["with"]["path"].splitlines() == ["${{ steps.rageval.outputs.results }}",
+                                                       "${{ steps.rageval.outputs.html }}"]
+    reports = [s for s in workflow["jobs"]["gate"]["steps"] if s.get("uses") == "actions/upload-artifact@v4"]
+    assert "${{ steps.rageval.outputs.html }}" in reports[0]["with"]["path"].splitlines()   # the comment's link
 
 
 @pytest.mark.parametrize(("event", "payload", "ref", "mode"), [
@@ -115,8 +118,10 @@ def test_event_gives_pr_number_base_and_head_sha_not_the_merge_commit(tmp_path):
 
 
 @pytest.mark.parametrize(("inputs", "message"), [
-    ({"mode": "bogus"}, "::error title=rag-eval-gate::Input 'mode' is 'bogus'; use one of: auto, gate, baseline, verify."),
-    ({"mode": "gates"}, "Input 'mode' is 'gates'; use one of: auto, gate, baseline, verify (did you mean 'gate'?)."),
+    ({"mode": "bogus"}, "::error title=rag-eval-gate::Input 'mode' is 'bogus'; use one of: auto, gate, baseline, verify, merge."),
+    ({"mode": "gates"}, "Input 'mode' is 'gates'; use one of: auto, gate, baseline, verify, merge (did you mean 'gate'?)."),
+    ({"shard": "5/4"}, "Input 'shard' is '5/4': write it as I/N, the I-th of N parts (1 ≤ I ≤ N ≤ 1000)"),
+    ({"shard": "1/4", "mode": "merge"}, "Inputs 'shard' and 'mode: merge' go to different jobs"),
     ({"repeats": "x"}, "Input 'repeats' is 'x'; it must be a whole number from 1 to 100"),
     ({"repeats": "0"}, "Input 'repeats' is '0'; it must be a whole number from 1 to 100"),
     ({"comment": "yes"}, "Input 'comment' is 'yes'; it must be true or false"),
@@ -171,9 +176,14 @@ def test_pr_gate_blocks_the_incident_config(ws, tmp_path, gh, incident_verdict):
     assert want.blocked  # the demo's incident is caught
     assert run.code == 1
     assert run.outputs == {"verdict": "fail", "results": "out/pr-800.json", "report": "out/pr-800.md",
-                           "pass-to-fail": ",".join(want.pass_to_fail)}
+                           "html": "out/pr-800.html", "pass-to-fail": ",".join(want.pass_to_fail)}
     report = run.file("out/pr-800.md")
     assert run.summary == report
+    # the comment and the job summary link the full report: the HTML in the run's artifacts
+    assert "📊 **[Full report](https://github.example/acme/shop/actions/runs/99#artifacts)**" in report
+    page = run.file("out/pr-800.html")
+    assert "RAG eval gate: blocked" in page and 'id="rageval-data"' in page
+    assert (ws / "out" / "pr-800.html").stat().st_mode & 0o777 == 0o644
     assert report.splitlines()[0].startswith("### ") and "blocked" in report.splitlines()[0].lower()
     for case_id in want.pass_to_fail[:3]:
         assert case_id in report
@@ -206,7 +216,7 @@ def test_pr_gate_blocks_the_incident_config(ws, tmp_path, gh, incident_verdict):
     assert status["description"].startswith("RAG eval gate: blocked")
     assert status["target_url"] == "https://github.example/acme/shop/actions/runs/99"
 
-    assert_no_secret(run, "out/pr-800.json", "out/pr-800.md")
+    assert_no_secret(run, "out/pr-800.json", "out/pr-800.md", "out/pr-800.html")
     for req in gh.requests:
         if req.operation != "storage/download":
             assert req.headers["Authorization"] == f"Bearer {TOKEN}"
@@ -318,10 +328,26 @@ def test_rejected_token_is_a_clear_error_not_a_silent_missing_baseline(ws, tmp_p
     assert_no_secret(run)
 
 
+@pytest.mark.parametrize("target", ["/proc/self/fd/1", "../../elsewhere.json"], ids=["job-log", "file"])
+def test_a_link_the_checkout_planted_at_the_results_path_is_refused(ws, tmp_path, target):
+    """The checkout is the pull request's: a link at the results path could send the report's untrusted
+    text, unescaped, into the job log (/proc/self/fd/1) or anywhere the action can write."""
+    link = ws / "out" / f"planted-{target.rsplit('/', 1)[-1]}"
+    link.parent.mkdir(exist_ok=True)
+    link.symlink_to(target)
+    env = make_env(ws, tmp_path, None, "pull_request", pr_payload(), "refs/pull/7/merge", config=CFG_LENIENT,
+                   results_path=str(link.relative_to(ws)), comment="false", baseline_path="baseline/main.json")
+    run = run_action(env)
+    assert run.code == 2
+    (error,) = run.commands("error")
+    assert f"{link}: a symbolic link (to {target})" in error
+    assert os.readlink(link) == target and not (ws.parent / "elsewhere.json").exists()
+
+
 # ---------------------------------------------------------------------- baseline and verify modes
 
 
-def test_push_to_main_writes_the_baseline(ws, tmp_path, gh):
+def test_push_to_main_writes_the_baseline(ws, tmp_path, gh, baseline):
     env = make_env(ws, tmp_path, gh, "push", push_payload("main"), "refs/heads/main",
                    config=CFG_200, results_path="out/baseline.json", repeats="2")
     run = run_action(env)
@@ -329,14 +355,19 @@ def test_push_to_main_writes_the_baseline(ws, tmp_path, gh):
     assert run.code == 0
     assert "mode baseline (auto: push event on main)" in run.out
     assert run.outputs == {"verdict": "none", "results": "out/baseline.json", "report": "out/baseline.md",
-                           "pass-to-fail": ""}
+                           "html": "out/baseline.html", "pass-to-fail": ""}
     result = json.loads(run.file("out/baseline.json"))
     assert "\n" not in run.file("out/baseline.json").strip()   # compact, as `rageval baseline` writes it: the artifact stays small
     assert result["repeats"] == 2 and result["noise"]["deterministic"] is True
     assert result["golden"]["subset"] is None and len(result["cases"]) == result["golden"]["n_total"]
     assert "### RAG eval gate: baseline" in run.summary and "`rageval-baseline`" in run.summary
-    assert gh.requests == []  # producing the baseline needs no API call
-    assert_no_secret(run, "out/baseline.json")
+    # the API is asked for one thing: main's previous baseline, whose history this one carries
+    assert [r.operation for r in gh.requests] == ["actions/list-artifacts-for-repo", "actions/download-artifact",
+                                                  "storage/download"]
+    (previous,) = result["history"]
+    assert previous["date"] == baseline.created_at and previous["metrics"]["mrr@5"] == baseline.summary.metrics["mrr@5"]
+    assert "RAG eval gate: run of banhang-returns" in run.file("out/baseline.html")
+    assert_no_secret(run, "out/baseline.json", "out/baseline.html")
 
 
 def test_push_to_release_branch_verifies_all_cases_against_mains_baseline(ws, tmp_path, gh):

@@ -19,9 +19,11 @@ from pathlib import Path
 
 import pytest
 import requests
+from builders import case, run
 from github_server import STORAGE_OPERATION, FakeGitHub, LoggedRequest
 
 from rageval.errors import BaselineError, GithubError
+from rageval.files import to_json
 from rageval.github.baseline import (
     fetch_baseline,
     find_baseline_artifact,
@@ -34,6 +36,7 @@ from rageval.github.comment import (
     comment_marker,
     upsert_comment,
 )
+from rageval.results import RunResult
 
 TOKEN = "ghp_SENTINEL_TOKEN_123"
 NAME = "rag-eval-baseline"
@@ -175,8 +178,13 @@ def make_zip(members: dict[str, bytes]) -> bytes:
     return buf.getvalue()
 
 
+def result_bytes(marker: str) -> bytes:
+    """A real RunResult (one case) whose ``git_sha`` is ``marker``, as rageval writes it."""
+    return to_json(run([case("q1")], sha=marker).to_dict(), compact=True).encode("utf-8")
+
+
 def result_zip(marker: str) -> bytes:
-    return make_zip({"runresult.json": json.dumps({"schema_version": 1, "marker": marker}).encode()})
+    return make_zip({"runresult.json": result_bytes(marker)})
 
 
 def raises_text(excinfo: pytest.ExceptionInfo) -> str:
@@ -214,13 +222,43 @@ def test_baseline_is_newest_valid_main_artifact_across_pages(gh, client):
 
     assert found is not None
     result, meta = found
-    assert result == {"schema_version": 1, "marker": "new"}
+    assert isinstance(result, RunResult) and result.git_sha == "new"
     assert meta["id"] == arts["new"]["id"]
     lists = gh.find("actions/list-artifacts-for-repo")
-    assert [r.query["page"][0] if "page" in r.query else "1" for r in lists] == ["1", "2", "3", "4"]
+    # newest first, two a page: [norun, fork], [feature, expired], [lapsed, new] — page 4 ('old') is never read
+    assert [r.query["page"][0] if "page" in r.query else "1" for r in lists] == ["1", "2", "3"]
     assert lists[0].query == {"name": [NAME], "per_page": ["2"]}
     downloads = gh.find("actions/download-artifact")
     assert [r.path for r in downloads] == [f"/repos/acme/shop/actions/artifacts/{arts['new']['id']}/zip"]
+
+
+def test_the_search_stops_at_the_first_page_holding_a_baseline(gh, client):
+    for day in range(1, 10):     # nine usable artifacts: five pages of two
+        newest = gh.add_artifact(NAME, zip_bytes=result_zip(f"day{day}"), created_at=f"2026-09-0{day}T00:00:00Z")
+    result, meta = fetch_baseline(client, "acme", "shop", NAME, "main", now=NOW)
+    assert (result.git_sha, meta["id"]) == ("day9", newest["id"])
+    assert len(gh.find("actions/list-artifacts-for-repo")) == 1
+
+
+def test_a_gone_page_leads_to_the_next_page(gh, client):
+    older = gh.add_artifact(NAME, zip_bytes=result_zip("older"), created_at="2026-09-01T00:00:00Z")
+    for day in (2, 3):
+        gh.add_artifact(NAME, zip_bytes=result_zip("gone"), created_at=f"2026-09-0{day}T00:00:00Z", gone=True)
+    result, meta = fetch_baseline(client, "acme", "shop", NAME, "main", now=NOW)
+    assert (result.git_sha, meta["id"]) == ("older", older["id"])
+    assert len(gh.find("actions/list-artifacts-for-repo")) == 2
+
+
+def test_past_the_page_cap_the_search_ends_with_a_notice_not_an_error(gh, client):
+    gh.max_page_size = 1
+    for _ in range(51):
+        gh.add_artifact(NAME, zip_bytes=result_zip("fork"), head_repository_id=99999)
+    notices: list[str] = []
+    assert fetch_baseline(client, "acme", "shop", NAME, "main", now=NOW, on_notice=notices.append) is None
+    assert len(gh.find("actions/list-artifacts-for-repo")) == 50
+    (notice,) = notices
+    assert notice.startswith(f"Stopped looking for a baseline after the newest 50 pages of artifacts named '{NAME}'")
+    assert "branch 'main'" in notice
 
 
 def test_storage_redirect_target_never_receives_the_token(gh, client):
@@ -256,7 +294,7 @@ def test_gone_newest_artifact_falls_back_to_the_next(gh, client):
 
     result, meta = fetch_baseline(client, "acme", "shop", NAME, "main", now=NOW)
 
-    assert result["marker"] == "older" and meta["id"] == older["id"]
+    assert result.git_sha == "older" and meta["id"] == older["id"]
     assert [r.status for r in gh.find("actions/download-artifact")] == [410, 302]
 
 
@@ -327,18 +365,24 @@ def _lying_zip(real: int, declared: int) -> bytes:
         (_lying_zip(real=50_000, declared=100), r"'runresult\.json' is corrupt"),
         (make_zip({"readme.txt": b"hi"}), r"holds no \.json file"),
         (make_zip({"a.json": b"{}", "b.json": b"{}"}), r"several \.json files \['a\.json', 'b\.json'\]"),
-        (make_zip({"runresult.json": b"{not json"}), r"'runresult\.json' is not valid JSON"),
-        (make_zip({"runresult.json": b"[1, 2]"}), r"holds a JSON list, not a RunResult object"),
+        (make_zip({"runresult.json": b"{not json"}), r"member 'runresult\.json': line 1: not valid JSON"),
+        (make_zip({"runresult.json": b"[1, 2]"}), r"member 'runresult\.json': not a RunResult"),
+        (make_zip({"runresult.json": result_bytes("x").replace(b'{"schema_version"', b'{"git_sha":"evil","schema_version"')}),
+         r"member 'runresult\.json': line 1: key 'git_sha' appears twice"),
+        (make_zip({"runresult.json": b"[" * 1000 + b"]" * 1000}),
+         r"member 'runresult\.json': line 1: nested more than 64 levels deep"),
+        (make_zip({"runresult.json": result_bytes("x").replace(b'"repeats":1', b'"repeats":NaN')}),
+         r"member 'runresult\.json': line 1: NaN is not a finite number"),
         (b"this is not a zip", r"not a readable zip file"),
     ],
     ids=["dotdot", "absolute", "dotdot-non-json", "symlink", "oversized", "lying-size", "no-json",
-         "two-json", "bad-json", "not-object", "not-zip"],
+         "two-json", "bad-json", "not-object", "key-twice", "deep", "nan", "not-zip"],
 )
 def test_unsafe_or_broken_artifact_raises_baseline_error(gh, client, zip_bytes, message):
     art = gh.add_artifact(NAME, zip_bytes=zip_bytes)
     with pytest.raises(BaselineError, match=message) as excinfo:
         fetch_baseline(client, "acme", "shop", NAME, "main", now=NOW, max_member_bytes=2048)
-    assert str(excinfo.value).startswith(f"Baseline artifact '{NAME}' (id {art['id']}): ")
+    assert str(excinfo.value).startswith(f"Baseline artifact '{NAME}' (id {art['id']})")
 
 
 def test_safe_extract_counts_inflated_bytes_and_total():
@@ -354,9 +398,9 @@ def test_safe_extract_counts_inflated_bytes_and_total():
 
 
 def test_named_member_is_chosen_among_several(gh, client):
-    gh.add_artifact(NAME, zip_bytes=make_zip({"meta.json": b"{}", "out/runresult.json": b'{"a": 1}'}))
+    gh.add_artifact(NAME, zip_bytes=make_zip({"meta.json": b"{}", "out/runresult.json": result_bytes("a")}))
     result, _ = fetch_baseline(client, "acme", "shop", NAME, "main", now=NOW, member="runresult.json")
-    assert result == {"a": 1}
+    assert result.git_sha == "a"
 
 
 def test_download_over_the_size_cap_is_refused(gh, sleeper):

@@ -170,6 +170,31 @@ def test_a_persons_marker_comment_is_never_adopted(ws, tmp_path, gh):
     assert edited == {str(bots[0]["id"])}
 
 
+def test_a_config_error_replaces_an_earlier_passed_comment_and_ends_in_error(ws, tmp_path, gh):
+    """A PR whose sticky comment says passed breaks its config: the comment no longer says passed
+    (it shows the error with file, key and fix), and the status ends in error (issue 19)."""
+    assert run_action(make_env(ws, tmp_path, gh, "pull_request", pr_payload(), "refs/pull/7/merge",
+                               config=CFG_LENIENT, status_context="rag-eval",
+                               results_path="out/config-error.json")).code == 0
+    (ours,) = [c for c in marker_comments(gh, CFG_LENIENT) if c["user"]["type"] == "Bot"]
+    assert "passed" in ours["body"].splitlines()[1]
+    broken = ws / CFG_LENIENT
+    good = broken.read_text(encoding="utf-8")
+    try:
+        broken.write_text(good.replace("gate:", "gates:", 1), encoding="utf-8")
+        run = run_action(make_env(ws, tmp_path, gh, "pull_request", pr_payload(), "refs/pull/7/merge",
+                                  config=CFG_LENIENT, status_context="rag-eval",
+                                  results_path="out/config-error.json"))
+    finally:
+        broken.write_text(good, encoding="utf-8")
+    assert run.code == 2
+    (ours,) = [c for c in marker_comments(gh, CFG_LENIENT) if c["user"]["type"] == "Bot"]
+    body = ours["body"]
+    assert "the evaluation did not finish" in body and "passed" not in body
+    assert "unknown key 'gates' (did you mean 'gate'?)" in body and str(CFG_LENIENT) in body
+    assert states(gh, HEAD_SHA)[-1] == "error"
+
+
 # ---------------------------------------------------------------------- the evaluated app's environment
 
 
@@ -210,3 +235,141 @@ def test_the_no_baseline_notice_names_the_missing_job_and_links_the_docs(ws, tmp
     assert "`mode: baseline`" in notice and "`actions/upload-artifact` with `name: rageval-baseline`" in notice
     assert "on a push to main" in notice
     assert "https://github.example/org/rag-eval-gate/blob/v1/docs/action.md" in notice
+
+
+def _two_runs(ws, tmp_path, gh) -> list:
+    runs = []
+    for n in (1, 2):
+        env = make_env(ws, tmp_path, gh, "pull_request", pr_payload(), "refs/pull/7/merge",
+                       config=CFG_LENIENT, results_path=f"out/apps{n}.json")
+        runs.append(run_action(env))
+        assert runs[-1].code == 0
+    return runs
+
+
+def test_another_apps_marker_comment_is_never_edited(ws, tmp_path, gh):
+    """Another GitHub App (a Bot too) whose comment starts with our marker: left as it is; ours is
+    created once and updated by the second run."""
+    marker = comment_marker(CFG_LENIENT)
+    theirs = gh.add_comment(7, f"{marker}\nanother App's comment", login="other-app[bot]")
+    assert theirs["user"]["type"] == "Bot"
+    _two_runs(ws, tmp_path, gh)
+    assert theirs["body"] == f"{marker}\nanother App's comment"
+    (created,) = gh.find("issues/create-comment")
+    ours = [c for c in marker_comments(gh, CFG_LENIENT) if c["user"]["login"] == "github-actions[bot]"]
+    assert len(ours) == 1 and ours[0]["body"] == f"{marker}\n" + (ws / "out/apps2.md").read_text(encoding="utf-8")
+    assert {r.path.rsplit("/", 1)[-1] for r in gh.find("issues/update-comment")} == {str(ours[0]["id"])}
+
+
+def test_ours_is_updated_even_when_another_apps_is_newer(ws, tmp_path, gh):
+    marker = comment_marker(CFG_LENIENT)
+    ours = gh.add_comment(7, f"{marker}\nour older report")
+    theirs = gh.add_comment(7, f"{marker}\na newer comment of another App", login="other-app[bot]")
+    _two_runs(ws, tmp_path, gh)
+    assert gh.find("issues/create-comment") == []
+    assert ours["body"] == f"{marker}\n" + (ws / "out/apps2.md").read_text(encoding="utf-8")
+    assert theirs["body"] == f"{marker}\na newer comment of another App"
+
+
+def test_a_refused_edit_posts_a_new_comment_not_a_fork_warning(ws, tmp_path, gh):
+    marker = comment_marker(CFG_LENIENT)
+    old = gh.add_comment(7, f"{marker}\na comment we may no longer edit")
+    gh.fail("issues/update-comment", 403, message="Resource not accessible by integration")
+    env = make_env(ws, tmp_path, gh, "pull_request", pr_payload(), "refs/pull/7/merge",
+                   config=CFG_LENIENT, results_path="out/refused.json")
+    run = run_action(env)
+    assert run.code == 0 and run.runner.named("warning") == []
+    assert old["body"] == f"{marker}\na comment we may no longer edit"
+    (created,) = gh.find("issues/create-comment")
+    new = [c for c in marker_comments(gh, CFG_LENIENT) if c["id"] != old["id"]]
+    assert len(new) == 1 and new[0]["body"] == f"{marker}\n" + run.file("out/refused.md")
+
+
+def test_thousands_of_unusable_artifacts_are_a_notice_not_exit_2(ws, tmp_path):
+    """Past the page cap (5,000 artifacts of the name; here 50 pages of one) the gate goes on
+    without a baseline, as gate.missing_baseline says, with a notice naming the cap."""
+    with FakeGitHub(token=TOKEN, max_page_size=1) as crowded:
+        for _ in range(51):
+            crowded.add_artifact(ARTIFACT, zip_bytes=b"", branch="feature")
+        env = make_env(ws, tmp_path, crowded, "pull_request", pr_payload(), "refs/pull/7/merge",
+                       config=CFG_LENIENT, results_path="out/crowded.json", comment="false")
+        run = run_action(env)
+        assert len(crowded.find("actions/list-artifacts-for-repo")) == 50
+    assert run.code == 0 and run.outputs["verdict"] == "pass"
+    notices = [n.data for n in run.runner.named("notice")]
+    assert any(n.startswith("Stopped looking for a baseline after the newest 50 pages") for n in notices)
+    assert any("No baseline artifact" in n for n in notices)
+
+
+# ---------------------------------------------------------------------- skip: no RAG-relevant change
+
+
+def test_skip_passes_without_evaluating_and_updates_only_an_existing_comment(ws, tmp_path, gh):
+    env = make_env(ws, tmp_path, gh, "pull_request", pr_payload(), "refs/pull/7/merge",
+                   config=CFG_LENIENT, skip="true", status_context="rag-eval")
+    run = run_action(env)
+    assert run.code == 0
+    assert run.outputs == {"verdict": "skipped", "results": "", "report": "", "pass-to-fail": ""}
+    assert states(gh, HEAD_SHA) == ["pending", "success"]
+    assert gh.statuses[HEAD_SHA][-1]["description"] == "rag-eval-gate: no RAG-relevant change"
+    assert "no RAG-relevant change" in run.summary
+    assert gh.find("actions/list-artifacts-for-repo") == [] and gh.find("issues/create-comment") == []
+    assert not (ws / "rageval-results.json").exists()
+
+    marker = comment_marker(CFG_LENIENT)
+    earlier = gh.add_comment(7, f"{marker}\n### ❌ blocked (an earlier push of this PR)")
+    run = run_action(make_env(ws, tmp_path, gh, "pull_request", pr_payload(), "refs/pull/7/merge",
+                              config=CFG_LENIENT, skip="true"))
+    assert run.code == 0 and gh.find("issues/create-comment") == []
+    assert earlier["body"].startswith(f"{marker}\n### ✅ rag-eval-gate: no RAG-relevant change")
+
+
+def test_skip_must_be_true_or_false(ws, tmp_path):
+    run = run_action(make_env(ws, tmp_path, None, "pull_request", pr_payload(), "refs/pull/7/merge", skip="yes"))
+    assert run.code == 2
+    assert "Input 'skip' is 'yes'; it must be true or false" in run.runner.named("error")[0].data
+
+
+# ---------------------------------------------------------------------- pull requests from forks
+
+
+def fork_payload() -> dict:
+    payload = pr_payload()
+    payload["pull_request"]["head"]["repo"] = {"full_name": "mallory/shop", "fork": True}
+    payload["pull_request"]["base"]["repo"] = {"full_name": "acme/shop", "fork": False}
+    return payload
+
+
+def test_a_fork_pr_with_a_model_config_says_what_to_do(ws, tmp_path, gh):
+    env = make_env(ws, tmp_path, gh, "pull_request", fork_payload(), "refs/pull/7/merge",
+                   config="examples/banhang/rageval-openai.yml", status_context="rag-eval")
+    env["GITHUB_ACTION_REPOSITORY"], env["GITHUB_ACTION_REF"] = "org/rag-eval-gate", "v1"
+    run = run_action(env)
+    assert run.code == 2
+    (error,) = run.runner.named("error")
+    assert error.data.startswith("This pull request comes from a fork, and GitHub gives a fork's runs no secrets: "
+                                 "examples/banhang/rageval-openai.yml calls a model (")
+    assert "$OPENAI_API_KEY, which is empty here" in error.data
+    assert "github.event.pull_request.head.repo.fork && 'rageval-offline.yml' || 'rageval.yml'" in error.data
+    assert "https://github.example/org/rag-eval-gate/blob/v1/docs/action.md" in error.data
+    assert states(gh, HEAD_SHA) == ["pending", "error"]
+
+
+def test_a_fork_pr_with_an_offline_config_is_gated_with_a_notice_in_the_report(ws, tmp_path, gh):
+    gh.fail("issues/create-comment", 403, message="Resource not accessible by integration", times=5)
+    env = make_env(ws, tmp_path, gh, "pull_request", fork_payload(), "refs/pull/7/merge",
+                   config=CFG_LENIENT, results_path="out/fork.json")
+    run = run_action(env)
+    assert run.code == 0 and run.outputs["verdict"] == "pass"
+    assert run.summary.startswith("> ℹ️ This pull request comes from a fork")
+    assert run.file("out/fork.md") == run.summary
+    (warning,) = run.runner.named("warning")
+    assert "Could not post the PR comment (HTTP 403)" in warning.data
+
+
+@pytest.mark.parametrize(("mode", "event", "expected"), [
+    ("gate", "pull_request", "report"), ("verify", "merge_group", "report"),
+    ("verify", "push", "block"), ("verify", "schedule", "block"), ("verify", "workflow_dispatch", "block"),
+])
+def test_known_failures_are_a_ratchet_for_prs_and_queues_and_block_release_verification(mode, event, expected):
+    assert action.known_failures_default(mode, event) == expected

@@ -131,7 +131,7 @@ def test_native_mode_blocks_the_seed_incident_with_the_teams_own_app(tmp_path, a
 
     assert run.code == 1, run.out[-3000:]
     assert run.outputs == {"verdict": "fail", "results": "out/native.json", "report": "out/native.md",
-                           "pass-to-fail": "q01,q03"}      # the article: q01 says 30 days, q03 drops "làm việc"
+                           "html": "out/native.html", "pass-to-fail": "q01,q03"}      # the article: q01 says 30 days, q03 drops "làm việc"
     report = (ws / "out" / "native.md").read_text(encoding="utf-8")
     assert comments == [f"{comment_marker('seed/rageval.yml')}\n{report}"]
     assert states == ["pending", "failure"]

@@ -93,22 +93,79 @@ def test_corpus_glob_matching_nothing(tmp_path):
         load_corpus("docs/*.md", tmp_path)
 
 
-def test_chunking_packs_sections_and_splits_long_ones(tmp_path):
+def test_a_chunk_holds_one_section_and_a_long_one_is_split(tmp_path):
     long_body = " ".join(f"từ{i}" for i in range(250))
     (tmp_path / "a.md").write_text(DOC + f"\n## DT-3 Dài\n{long_body}\n", encoding="utf-8")
     corpus = load_corpus("a.md", tmp_path)
+    # heading + body, counted by hand (a full stop is a token; DT-1 is 3): DT-1 3 + 2 + 15 = 20, DT-2 3 + 3 + 18 = 24
+    assert [count_tokens(corpus.by_id()[s].text) for s in ("DT-1", "DT-2")] == [20, 24]
     small = chunk_corpus(corpus, size=45, overlap=10)
-    # heading + body: DT-1 is 20 tokens, DT-2 is 24 → together 44, one chunk of ≤ 45
-    assert count_tokens(corpus.by_id()["DT-1"].text) + count_tokens(corpus.by_id()["DT-2"].text) == 44
-    assert small[0].sections == ("DT-1", "DT-2")
+    assert [c.sections for c in small[:2]] == [("DT-1",), ("DT-2",)]      # 44 tokens would fit, but never two
     long_chunks = [c for c in small if c.sections == ("DT-3",)]
-    assert len(long_chunks) > 1 and all(c.tokens <= 45 for c in small)
+    assert len(long_chunks) == len(small) - 2 > 1 and all(c.tokens <= 45 for c in small)
     # consecutive windows of the long section share `overlap` tokens
     first, second = long_chunks[0].text.split(), long_chunks[1].text.split()
     assert first[-10:] == second[:10]
     big = chunk_corpus(corpus, size=800)
-    assert len(big) == 1 and big[0].sections == ("DT-1", "DT-2", "DT-3")
+    assert [c.sections for c in big] == [("DT-1",), ("DT-2",), ("DT-3",)]
     assert [c.id for c in small][:2] == ["a#1", "a#2"]
+
+
+def test_merge_sections_packs_whole_sections_up_to_the_size(tmp_path):
+    long_body = " ".join(f"từ{i}" for i in range(250))
+    (tmp_path / "a.md").write_text(DOC + f"\n## DT-3 Dài\n{long_body}\n", encoding="utf-8")
+    corpus = load_corpus("a.md", tmp_path)
+    small = chunk_corpus(corpus, size=45, overlap=10, merge_sections=True)
+    assert small[0].sections == ("DT-1", "DT-2") and small[0].tokens == 20 + 24
+    assert all(c.tokens <= 45 for c in small)
+    big = chunk_corpus(corpus, size=800, merge_sections=True)
+    assert len(big) == 1 and big[0].sections == ("DT-1", "DT-2", "DT-3")
+
+
+def test_the_section_id_is_a_label_not_a_word_the_index_reads(tmp_path):
+    (tmp_path / "a.md").write_text(DOC, encoding="utf-8")
+    (tmp_path / "b.yaml").write_text("4983: {title: Tiêu đề, text: Nội dung}\nX-1: chỉ nội dung\n"
+                                     "DT-10: {title: Chỉ tiêu đề, text: ''}\n", encoding="utf-8")
+    corpus = load_corpus("*", tmp_path)
+    assert {s.id: s.indexed for s in corpus.sections} == {
+        "DT-1": "Thời hạn\nKhách được đổi hoặc trả hàng trong 7 ngày kể từ ngày nhận hàng.",
+        "DT-2": "Hàng điện tử\nĐiện thoại lỗi được đổi máy mới trong 7 ngày.\nSau đó bảo hành 12 tháng.",
+        "4983": "Tiêu đề\nNội dung", "X-1": "chỉ nội dung", "DT-10": "Chỉ tiêu đề"}
+    # what the generator and the judge read keeps the heading line with its id
+    assert corpus.by_id()["4983"].text == "4983 Tiêu đề\nNội dung"
+    for merge in (False, True):
+        chunks = chunk_corpus(corpus, 200, merge_sections=merge)
+        assert all(sid not in c.index_text and sid in c.text for c in chunks for sid in c.sections)
+
+
+def test_a_jsonl_corpus_as_beir_ships_it(tmp_path):
+    lines = ['{"_id": "4983", "title": "Microstructural development", "text": "Alterations of the brain.", '
+             '"metadata": {"url": "x"}}',
+             '{"_id": "5836", "title": "Induction of myelodysplasia", "text": ""}',   # a title, no text
+             '', '{"id": 17, "text": "Only a body."}']
+    (tmp_path / "corpus.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    corpus = load_corpus("corpus.jsonl", tmp_path)
+    assert corpus.ids() == ["4983", "5836", "17"]
+    assert [s.indexed for s in corpus.sections] == ["Microstructural development\nAlterations of the brain.",
+                                                    "Induction of myelodysplasia", "Only a body."]
+    assert {s.document for s in corpus.sections} == {"corpus"}
+    # a BEIR folder named as the corpus reads corpus.jsonl, not the queries beside it
+    (tmp_path / "queries.jsonl").write_text('{"_id": "1", "text": "a question"}\n', encoding="utf-8")
+    assert load_corpus(".", tmp_path).ids() == ["4983", "5836", "17"]
+
+
+@pytest.mark.parametrize("line, message", [
+    ('{"title": "t", "text": "x"}', r"corpus.jsonl: line 1: a corpus line must be a JSON object with an id .*got no id"),
+    ('["4983", "x"]', r"corpus.jsonl: line 1: a corpus line must be .*got list"),
+    ('{"_id": "7", "title": "", "text": "  "}', r"corpus.jsonl: line 1: section '7' has neither a title nor text"),
+    ('{"_id": true, "text": "x"}', r"corpus.jsonl: line 1: section id True must be"),
+    ('{"_id": "7", "text": 5}', r"line 1: section '7': 'title' and 'text' must be strings"),
+    ('{"_id": "7", "text": "x"', r"corpus.jsonl: line 1: not valid JSON"),
+])
+def test_bad_jsonl_corpus_lines_name_file_and_line(tmp_path, line, message):
+    (tmp_path / "corpus.jsonl").write_text(line + "\n", encoding="utf-8")
+    with pytest.raises(DatasetError, match=message):
+        load_corpus("corpus.jsonl", tmp_path)
 
 
 def test_chunks_never_span_documents(tmp_path):

@@ -29,10 +29,11 @@ def commit(repo, text, message):
     git(repo, "commit", "-qm", message)
 
 
-def test_default_ref_is_the_pull_requests_base_else_head():
-    assert default_git_ref({"GITHUB_BASE_REF": "main"}) == "origin/main"
-    assert default_git_ref({"GITHUB_BASE_REF": ""}) == "HEAD"
-    assert default_git_ref({}) == "HEAD"
+def test_default_ref_is_the_pull_requests_base_else_head(monkeypatch):
+    monkeypatch.setenv("GITHUB_BASE_REF", "from-the-environment")      # read by the CLI, never here
+    assert default_git_ref("main") == "origin/main"
+    assert default_git_ref("") == "HEAD"
+    assert default_git_ref(None) == "HEAD"
 
 
 def test_outside_a_work_tree_says_why_instead_of_raising(tmp_path):

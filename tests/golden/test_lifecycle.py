@@ -3,7 +3,6 @@ version discipline, the golden diff in the report, holdout privacy, leaks and co
 
 import json
 import re
-import shutil
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -12,21 +11,17 @@ import pytest
 import yaml
 from conftest import ROOT
 
-from rageval.config import ReportConfig
 from rageval.gate.report import render_markdown
 from rageval.gate.verdict import Verdict
 from rageval.golden import lifecycle
 from rageval.golden.set import Case
 from rageval.results import load_result
-
-EXAMPLE = ROOT / "examples" / "banhang"
+from rageval.settings import ReportConfig
 
 
 @pytest.fixture
-def project(tmp_path):
-    dest = tmp_path / "banhang"
-    shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns(".rageval-cache"))
-    return dest
+def project(tmp_path, copy_demo):
+    return copy_demo(tmp_path / "banhang")
 
 
 @pytest.fixture
@@ -125,14 +120,27 @@ def test_the_same_pr_with_the_cases_updated_passes_the_drift_rule(project, basel
     assert "v4 -&gt; v5: DT-1 return window 7 -&gt; 10 ngày" in report
 
 
+def main_says(baseline: Path, tmp_path: Path, policy_drift: str) -> Path:
+    """main's baseline as it would be had main's config set ``golden_checks.policy_drift``."""
+    data = json.loads(baseline.read_text(encoding="utf-8"))
+    data["config"]["golden_checks"]["policy_drift"] = policy_drift
+    out = tmp_path / f"baseline-{policy_drift}.json"
+    out.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    return out
+
+
 def test_policy_drift_can_be_a_warning_or_off(project, baseline, run_cli, tmp_path):
     change_dt1_to_10_days(project)
     config = project / "rageval.yml"
     edit(config, "policy_drift: block", "policy_drift: warn")  # a second golden_checks: key would be an error
+    # the PR alone cannot lower the severity: main's block applies, and the loosening is said
     _, verdict, _, _ = gate(run_cli, project, baseline, tmp_path)
+    assert [r["blocking"] for r in drift_reasons(verdict)] == [True]
+    assert [c["key"] for c in verdict["policy"]["loosened"]] == ["golden_checks.policy_drift"]
+    _, verdict, _, _ = gate(run_cli, project, main_says(baseline, tmp_path, "warn"), tmp_path)
     assert [r["blocking"] for r in drift_reasons(verdict)] == [False]
     edit(config, "policy_drift: warn", "policy_drift: off")
-    _, verdict, _, _ = gate(run_cli, project, baseline, tmp_path)
+    _, verdict, _, _ = gate(run_cli, project, main_says(baseline, tmp_path, "off"), tmp_path)
     assert drift_reasons(verdict) == [] and verdict["golden"]["section_changes"] == []
 
 
@@ -311,8 +319,6 @@ def test_find_leaks_threshold_and_short_questions():
 
 def test_coverage_per_section_and_slice_matches_an_independent_count(project, run_cli):
     config = project / "rageval.yml"
-    edit(config, 'slices: {"type=injection": {floors: {pass_rate: 0.75}}}',
-         'slices: {"type=injection": {floors: {pass_rate: 0.75}}, "type=chitchat": {floors: {pass_rate: 0.5}}}')
     edit(config, "min_cases_per_section: 2}", "min_cases_per_section: 3}")
     code, out, err = run_cli("validate", "--config", config, "--no-git")
     assert code == 0, err
@@ -321,7 +327,11 @@ def test_coverage_per_section_and_slice_matches_an_independent_count(project, ru
     thin = sorted(s for s, n in per_section.items() if n < 3)
     assert thin == ["BH-8", "TV-3"]
     assert f"coverage: sections with fewer than 3 cases: {', '.join(thin)}" in out
-    assert "coverage: gated slices with no case: type=chitchat" in out
+    # a gated slice no case has is an error (a typo would never gate), naming the labels there are
+    edit(config, 'slices: {"type=injection": {floors: {pass_rate: 0.75}}}',
+         'slices: {"type=injection": {floors: {pass_rate: 0.75}}, "type=chitchat": {floors: {pass_rate: 0.5}}}')
+    code, _, err = run_cli("validate", "--config", config, "--no-git")
+    assert code == 2 and "no case of golden.yaml has the slice label 'type=chitchat'" in err
     assert f"DT-1 {per_section['DT-1']}," in out and "type=injection 6" in out
 
 
@@ -361,7 +371,7 @@ def test_coverage_in_the_pr_comment_lists_thin_sections_and_stays_bounded(projec
     sections = {f"S-{i}": i % 3 for i in range(10_000)}
     verdict["golden"]["coverage"] = {"by_section": sections, "by_slice": {}, "min_cases": 2, "empty_slices": [],
                                      "thin_sections": [s for s, n in sections.items() if n < 2]}
-    markdown = render_markdown(Verdict.from_dict(verdict), load_result(baseline), load_result(baseline),
+    markdown = render_markdown(Verdict.read(verdict), load_result(baseline), load_result(baseline),
                                ReportConfig())
     assert "Coverage: 6666/10000 sections have a case; 6667 with fewer than 2" in markdown
     assert "S-59 2 …and 9940 more." in markdown and "S-60 " not in markdown
@@ -409,8 +419,8 @@ def test_an_id_retired_in_an_earlier_commit_is_not_reused(project, run_cli, monk
 
 
 def test_validate_names_at_most_100_sections_but_every_thin_one():
-    cov = {"by_section": {f"S-{i}": i % 3 for i in range(250)}, "by_slice": {"type=lookup": 4},
-           "thin_sections": [f"S-{i}" for i in range(250) if i % 3 < 2], "empty_slices": [], "min_cases": 2}
+    cov = lifecycle.Coverage({f"S-{i}": i % 3 for i in range(250)}, {"type=lookup": 4},
+                             tuple(f"S-{i}" for i in range(250) if i % 3 < 2), (), 2)
     first, slices, thin = lifecycle.coverage_lines(cov)
     assert first.startswith("coverage: 166/250 sections have a case; cases per section: S-0 0, S-1 1, S-2 2,")
     assert first.endswith("S-99 0 …and 150 more (all in golden_checks.coverage of `rageval run --out`)")

@@ -21,7 +21,7 @@ from rageval.metrics.faithfulness import (
     parse_claims,
     parse_judged,
     parse_verification,
-    supported_share,
+    share,
     verify_messages,
 )
 from rageval.metrics.judge import JUDGE_CLAIMS_SYSTEM, NO_CONTEXT, NO_SOURCES
@@ -110,9 +110,8 @@ def scripted_model(body: dict) -> str:
 
 
 @pytest.fixture
-def server():
-    with OpenAIServer(responder=scripted_model) as srv:
-        yield srv
+def server(model_server):
+    return model_server(responder=scripted_model)
 
 
 def check(client, question, answer, context, expected, **kw):
@@ -259,9 +258,9 @@ def test_parse_verification_reads_only_the_sources_asked_for():
         parse_verification(text, 2, ["in_context", "in_expected"])
 
 
-def test_supported_share():
-    assert supported_share(["supported", "unsupported", "contradicted", "supported"]) == 0.5
-    assert supported_share([None, None]) is None and supported_share([]) is None
+def test_share_of_supported_claims():
+    assert share(["supported", "unsupported", "contradicted", "supported"]) == 0.5
+    assert share([None, None]) is None and share([]) is None
 
 
 def test_verify_messages_needs_a_source():

@@ -11,8 +11,8 @@ import pytest
 from openai_server import Fault, OpenAIServer, Refusal  # tests/ is on sys.path (conftest.py)
 from seed_data import GOLDEN, POLICY
 
-from rageval.config import LLMConfig
-from rageval.errors import DatasetError
+from rageval.config import load_config
+from rageval.errors import ConfigError, DatasetError
 from rageval.metrics.judge import (
     JUDGE_PARAMETERS,
     JUDGE_PROMPT_VERSION,
@@ -28,8 +28,9 @@ from rageval.metrics.judge import (
     parse_verdict,
 )
 from rageval.metrics.labels import parse_labels
-from rageval.models import model_key
+from rageval.models import model_key, same_model
 from rageval.pipeline.llm import LLMClient
+from rageval.settings import LLMConfig
 
 JUDGE_MODEL = "judge-model"
 Q01 = GOLDEN[0]
@@ -93,9 +94,8 @@ def make_client(server, tmp_path, **cfg):
 
 
 @pytest.fixture
-def server():
-    with OpenAIServer(responder=scripted_judge) as srv:
-        yield srv
+def server(model_server):
+    return model_server(responder=scripted_judge)
 
 
 def run_judge(client, answer, *, fresh=False, case_id="q01"):
@@ -376,17 +376,28 @@ def test_parse_labels_jsonl_and_mapping():
 
 @pytest.mark.parametrize("text, jsonl, message", [
     ('{"id": "q01", "label": "pass"}\n{"id": "q02", "label": "ok"}\n', True,
-     "labels:2: label \"ok\" for case 'q02' must be \"pass\" or \"fail\""),
-    ('{"id": "q01", "label": "pass"}\nq02 pass\n', True, "labels:2: not a JSON object"),
-    ('{"label": "pass"}\n', True, "labels:1: each line needs an \"id\""),
-    ('{"id": "q01"}\n', True, "labels:1: case 'q01' has no \"label\""),
+     "labels: line 2: label \"ok\" for case 'q02' must be \"pass\" or \"fail\""),
+    ('{"id": "q01", "label": "pass"}\nq02 pass\n', True, "labels: line 2: not valid JSON"),
+    ('{"id": "q01", "label": "pass"}\n[1]\n', True, "labels: line 2: not a JSON object"),
+    ('{"label": "pass"}\n', True, "labels: line 1: each line needs an \"id\""),
+    ('{"id": "q01"}\n', True, "labels: line 1: case 'q01' has no \"label\""),
     ('{"id": "q01", "label": "pass"}\n{"id": "q01", "label": "fail"}\n', True,
-     "labels:2: case 'q01' is labelled again (first on line 1)"),
+     "labels: line 2: case 'q01' is labelled again (first on line 1)"),
     ("\n\n", True, "labels: no labels found"),
-    ("q01: pass\nq02: maybe\n", False, "labels:2: label \"maybe\" for case 'q02'"),
-    ("q01: pass\nq01: fail\n", False, "labels:2: case 'q01' is labelled again (first on line 1)"),
+    ("q01: pass\nq02: maybe\n", False, "labels: line 2: label \"maybe\" for case 'q02'"),
+    ("q01: pass\nq01: fail\n", False, "labels: line 2: key 'q01' appears twice (lines 1 and 2)"),
+    ("1: pass\n'1': fail\n", False, "labels: line 2: case '1' is labelled twice (keys 1 and '1' are one case id)"),
     ("- q01\n- q02\n", False, "labels: expected a mapping of case id to pass/fail"),
-    ("q01: [pass\n", False, "labels:2: not valid YAML/JSON"),
+    ("q01: [pass\n", False, "labels: line 2: not valid YAML"),
+    # read by rageval.parse like every other input: the same refusals, naming file and line
+    ('{"id": "q01", "label": "pass"}\n{"id": "q02", "id": "q03", "label": "fail"}\n', True,
+     "labels: line 2: key 'id' appears twice"),
+    ('{"id": "q01", "label": "pass", "score": NaN}\n', True, "labels: line 1: NaN is not a finite number"),
+    ('{"id": "q01", "label": "pass"}\n{"id": "q02", "label": ' + "[" * 100_000 + "]" * 100_000 + "}\n", True,
+     "labels: line 2: nested more than 64 levels deep"),
+    ("q01: &p pass\nq02: *p\n", False, "labels: line 2: YAML alias '*p'"),
+    ("q01: pass\nq02: " + "[" * 100_000 + "]" * 100_000 + "\n", False, "labels: line 2: nested more than 64 levels deep"),
+    ("q01: 2024-01-01\n", False, "labels: line 1: label datetime.date(2024, 1, 1) for case 'q01'"),
 ])
 def test_parse_labels_names_the_file_and_line_of_a_bad_entry(text, jsonl, message):
     with pytest.raises(DatasetError, match=re.escape(message)):
@@ -395,9 +406,33 @@ def test_parse_labels_names_the_file_and_line_of_a_bad_entry(text, jsonl, messag
 
 # --- evaluator identity --------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["gpt-4o-mini", "GPT-4o-mini", "gpt-4o-mini-2024-07-18", "openai/gpt-4o-mini",
-                                  " OpenAI/GPT-4o-Mini-2024-07-18 ", "gpt-4o-mini:latest"])
+                                  " OpenAI/GPT-4o-Mini-2024-07-18 ", "gpt-4o-mini:latest", "openai:gpt-4o-mini",
+                                  "gpt-4o-mini@2024-07-18", "azure:gpt-4o-mini-20240718"])
 def test_model_key_sets_aside_case_provider_prefix_and_date_suffix(name):
     assert model_key(name) == "gpt-4o-mini"
+
+
+@pytest.mark.parametrize("judge, generator", [
+    ("openai:gpt-4o-mini", "gpt-4o-mini"), ("gpt-4o-mini@2024-07-18", "gpt-4o-mini"),
+    ("llama3.1", "llama3.1:8b"), ("llama3.1:8b", "llama3.1:8b-instruct-q4_K_M"),
+    ("llama3.1", "llama3.1:8b-instruct-q4_K_M"),
+    ("claude-3-5-sonnet-latest", "claude-3-5-sonnet-20241022"), ("gemini-1.5-pro", "gemini-1.5-pro-002"),
+    ("models/gemini-1.5-pro-latest", "gemini-1.5-pro-001"), ("gpt-4", "gpt-4-0613"),
+])
+def test_judge_and_generator_under_other_names_are_the_same_model(judge, generator, tmp_path):
+    assert same_model(judge, generator) and same_model(generator, judge)
+    (tmp_path / "p.j2").write_text("{{ question }}", encoding="utf-8")
+    (tmp_path / "rageval.yml").write_text(f"golden: g.yaml\ncorpus: docs/*.md\ngeneration: {{provider: openai, "
+                                          f"model: '{generator}', prompt: p.j2}}\njudge: {{model: '{judge}'}}\n",
+                                          encoding="utf-8")
+    with pytest.raises(ConfigError, match="are the same model"):
+        load_config(tmp_path / "rageval.yml")
+
+
+@pytest.mark.parametrize("a, b", [("llama3.1:8b", "llama3.1:70b"), ("gemini-1.5-pro", "gemini-1.5-flash"),
+                                  ("claude-3-5-sonnet-latest", "claude-3-5-haiku-latest"), ("gpt-4o", "gpt-4o-mini")])
+def test_different_models_stay_different(a, b):
+    assert not same_model(a, b)
 
 
 @pytest.mark.parametrize("a, b", [("gpt-4o-mini", "gpt-4o"), ("gpt-4.1", "gpt-4.1-mini"), ("llama3:8b", "llama3:70b"),
@@ -440,7 +475,7 @@ def test_a_release_0_1_0_runresult_has_no_judge_signature():
 #: sha256 of every judge-family prompt, rendered for fixed inputs. It changes whenever a prompt
 #: does: then bump JUDGE_PROMPT_VERSION (runs judged by other prompts must not be compared) and
 #: update this value.
-PROMPTS_SHA256 = "e3f3c396d45bf2df5141fa63c3ae3a6768d2e790c297a6526b9d44b5fccf70f0"
+PROMPTS_SHA256 = "b13ce2e3b4f3a25674547bbec377ecd1681ea5d61d1520d5fd1279db502e61b1"
 
 
 def rendered_prompts() -> str:
@@ -454,5 +489,5 @@ def rendered_prompts() -> str:
 def test_the_judge_prompts_carry_their_version():
     import hashlib
     digest = hashlib.sha256(rendered_prompts().encode("utf-8")).hexdigest()
-    assert (digest, JUDGE_PROMPT_VERSION) == (PROMPTS_SHA256, "2"), (
+    assert (digest, JUDGE_PROMPT_VERSION) == (PROMPTS_SHA256, "3"), (
         "a judge prompt changed: bump JUDGE_PROMPT_VERSION in rageval/metrics/judge.py and update PROMPTS_SHA256")

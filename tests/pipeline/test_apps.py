@@ -16,7 +16,7 @@ from conftest import ROOT
 
 from rageval.errors import DatasetError
 from rageval.golden.set import Case
-from rageval.pipeline.apps import MAX_TRACE_BYTES, trace_from_dict
+from rageval.pipeline.apps import MAX_RETRIEVED, MAX_TRACE_BYTES, trace_from_dict
 from rageval.pipeline.apps.command import CommandApp
 from rageval.pipeline.apps.http import HttpApp
 
@@ -126,7 +126,7 @@ GOOD = {"id": "q01", "answer": "Trong 7 ngày.", "retrieved": [{"chunk_id": "c1"
 
 class Raw:
     """A TCP server on 127.0.0.1 whose every connection is handed to ``respond(sock)``: it reads
-    the request's head and answers whatever the test wants, byte by byte if it likes."""
+    the request (head and body) and answers whatever the test wants, byte by byte if it likes."""
 
     def __init__(self, respond):
         self.respond, self.sent, self.requests = respond, 0, []
@@ -153,6 +153,12 @@ class Raw:
                 if not data:
                     return
                 head += data
+            # read the request's body too: closing a socket with unread bytes sends a reset, which
+            # the client may see before the answer (a flaky "connection broken" instead of the reply)
+            length = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+            missing = (int(length.group(1)) if length else 0) - len(head.split(b"\r\n\r\n", 1)[1])
+            while missing > 0 and (data := conn.recv(min(missing, 65536))):
+                missing -= len(data)
             self.requests.append(head)
             try:
                 self.respond(self, conn)
@@ -270,7 +276,7 @@ def test_http_password_in_the_url_is_sent_but_never_shown(seed_project, run_cli,
     cfg = project(seed_project, f'app: {{type: http, url: "{server.url("bot:pw-SENTINEL@")}", timeout_s: 5}}')
     out = tmp_path / "r.json"
     code, stdout, stderr = run_cli("run", "--config", cfg, "--out", out)
-    assert code == 0, stderr
+    assert code == 1, stderr                         # every case errored: not a result (run.max_error_rate)
     result = json.loads(out.read_text(encoding="utf-8"))
     assert result["app"]["name"] == f"http:{server.url('bot:***@')}"
     assert {c["error"] for c in result["cases"]} == {f"POST {server.url('bot:***@')} answered HTTP 503"}
@@ -352,6 +358,36 @@ def test_command_that_closes_its_output_is_a_case_error(tmp_path):
         app.close()
     assert trace.error.endswith("closed its pipe (still running) without answering")
 
+def serve_json(raw, data):
+    """A server answering ``data`` (Raw has read the whole request)."""
+    body = json.dumps(data, separators=(",", ":")).encode()
+
+    def respond(server, conn):
+        server.send(conn, b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    return raw(respond)
+
+
+def test_http_answer_for_another_case_is_an_error_for_this_one(raw):
+    server = serve_json(raw, {**GOOD, "id": "q02"})
+    trace = HttpApp(server.url(), timeout_s=5, env={}).answer(CASE)
+    assert trace.id == "q01" and trace.answer is None
+    assert trace.error == f"POST {server.url()} answered case 'q02' when asked for 'q01'"
+
+
+def test_http_trace_with_too_many_retrieved_items_is_a_case_error():
+    """400,000 items fit in a 10 MB body and cost ~300 MB a case; past MAX_RETRIEVED the case is an error,
+    found before any item is built."""
+    items = [{"chunk_id": i} for i in range(400_000)]
+    with pytest.raises(DatasetError, match=r"x: 400,000 retrieved items; at most 10,000 per case are read"):
+        trace_from_dict({"id": "q01", "retrieved": items}, "x")
+    assert len(trace_from_dict({"id": "q01", "retrieved": items[:MAX_RETRIEVED]}, "x").retrieved) == MAX_RETRIEVED
+
+
+def test_http_app_with_400000_retrieved_items_costs_one_case_error(raw):
+    server = serve_json(raw, {"id": "q01", "answer": "x", "retrieved": [{"chunk_id": i} for i in range(400_000)]})
+    trace = HttpApp(server.url(), timeout_s=30, env={}).answer(CASE)
+    assert trace.answer is None and "400,000 retrieved items; at most 10,000 per case" in trace.error
+
 
 @pytest.mark.parametrize(("trace", "fragment"), [
     ({"retrieved": [{"chunk_id": "c1", "score": math.nan}]}, "retrieved item 1: 'score' must be a finite number, got nan"),
@@ -381,6 +417,6 @@ def test_command_trace_with_infinite_score_is_an_error_and_the_results_file_stay
     cfg = project(seed_project, f"app: {{type: command, command: [{sys.executable}, {script}], timeout_s: 10}}")
     out = tmp_path / "r.json"
     code, _, stderr = run_cli("run", "--config", cfg, "--out", out)
-    assert code == 0, stderr
+    assert code == 1, stderr                         # every case errored: the file is written, the run is no result
     result = json.loads(out.read_text(encoding="utf-8"), parse_constant=lambda c: pytest.fail(f"{c} in results"))
     assert all("line 1: 1e400 is not a finite number" in c["error"] for c in result["cases"])

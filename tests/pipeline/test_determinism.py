@@ -24,7 +24,7 @@ import seed_data
 from rageval.config import load_config
 from rageval.pipeline.generation import ExtractiveGenerator
 from rageval.pipeline.runner import prepare
-from rageval.results import Retrieved
+from rageval.records import Retrieved
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "tests" / "data" / "engine-reference" / "builtin-results.json"
@@ -59,7 +59,7 @@ def test_demo_results_are_those_of_the_engine_before(reference, config):
 def test_seed_incident_builtin_results_are_those_of_the_engine_before(reference, tmp_path, size):
     seed_data.write_project(tmp_path)
     cfg = tmp_path / f"builtin-{size}.yml"
-    cfg.write_text(f"golden: golden.json\ncorpus: corpus.yaml\nchunking: {{size: {size}}}\n"
+    cfg.write_text(f"golden: golden.json\ncorpus: corpus.yaml\nchunking: {{size: {size}, merge_sections: true}}\n"
                    "retrieval: {top_k: 5, k: [1, 3, 5]}\n", encoding="utf-8")
     assert capture(cfg) == reference[f"seed/builtin-{size}"]
 

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 from seed_data import POLICY
 
-from rageval.config import EmbeddingConfig
 from rageval.errors import ConfigError, ModelError
 from rageval.pipeline.embedding import (
     E5_MISSING,
@@ -27,6 +26,7 @@ from rageval.pipeline.embedding import (
     query_rows,
 )
 from rageval.pipeline.index import SparseRows, VectorIndex
+from rageval.settings import EmbeddingConfig
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -10,12 +10,11 @@ import re
 
 import pytest
 from builders import as_dict
-from openai_server import OpenAIServer  # tests/ is on sys.path (conftest.py)
 from seed_data import POLICY
 from test_faithfulness import scripted_faithfulness, scripted_judge_with_claims
 from test_judge import block, scripted_judge, system
 
-from rageval.config import JudgeConfig, load_config
+from rageval.config import load_config
 from rageval.errors import DatasetError
 from rageval.golden.set import Case
 from rageval.metrics.faithfulness import EXTRACT_SYSTEM, VERIFY_SYSTEM
@@ -24,6 +23,7 @@ from rageval.pipeline.apps import Retrieved, Trace
 from rageval.pipeline.judging import ModelJudge, judge_gate_allowed, load_labels
 from rageval.pipeline.llm import LLMClient
 from rageval.pipeline.runner import prepare
+from rageval.settings import JudgeConfig
 
 
 def scripted_model(body: dict) -> str:
@@ -35,9 +35,8 @@ def scripted_model(body: dict) -> str:
 
 
 @pytest.fixture
-def server():
-    with OpenAIServer(responder=scripted_model) as srv:
-        yield srv
+def server(model_server):
+    return model_server(responder=scripted_model)
 
 
 def judged_project(seed_project, server, tmp_path, *, faithfulness=True, extra=""):
@@ -86,7 +85,7 @@ def test_the_seed_incident_judged_end_to_end_in_one_call_per_case(seed_project, 
         "completion_tokens": len(scripted_model(q01_body).split()), "usd": 0.0}}
     assert POLICY["DT-1"] in block(q01_body, "sources")
     assert block(q01_body, "expected_answer") == cases["q01"]["expected_answer"]
-    assert result["config"]["judge"]["prompt_version"] == "2" and result["config"]["judge"]["temperature"] == 0.0
+    assert result["config"]["judge"]["prompt_version"] == "3" and result["config"]["judge"]["temperature"] == 0.0
 
 
 def test_rules_first_cases_failing_a_rule_are_not_judged(seed_project, server, tmp_path):
@@ -126,7 +125,7 @@ def test_an_unchanged_rerun_costs_zero_calls_and_the_gate_rerun_calls_again(seed
     assert [c["checks"] for c in again["cases"]] == [c["checks"] for c in first["cases"]]
     assert again["cost"]["calls_total"] == 0 and again["cost"]["cache_hits"] == 5      # this run's own cost
     rerun = as_dict(evaluation.run(fresh=True))                                  # the gate's re-run
-    assert judge.fresh is True and server.calls["chat"] == 10
+    assert server.calls["chat"] == 10
     assert [c["checks"] for c in rerun["cases"]] == [c["checks"] for c in first["cases"]]
     assert rerun["cost"]["calls"] == {"judge": 5}
 
@@ -144,7 +143,7 @@ CASE = Case("q01", "Mua áo mặc không vừa thì được trả trong mấy n
 
 
 def test_model_judge_checks_claims_against_the_context_the_generator_saw(server, tmp_path):
-    from rageval.config import LLMConfig
+    from rageval.settings import LLMConfig
     client = LLMClient(LLMConfig(base_url=server.base_url), env={}, cache_dir=tmp_path)
     retrieved = (Retrieved("L2", ("DT-3", "DT-4"), POLICY["DT-3"] + "\n\n" + POLICY["DT-4"]),
                  Retrieved("L1", ("DT-1", "DT-2"), POLICY["DT-1"] + "\n\n" + POLICY["DT-2"]))
@@ -160,20 +159,20 @@ def test_model_judge_checks_claims_against_the_context_the_generator_saw(server,
 
 
 def test_model_judge_fresh_flag_bypasses_the_cache(server, tmp_path):
-    from rageval.config import LLMConfig
+    from rageval.settings import LLMConfig
     client = LLMClient(LLMConfig(base_url=server.base_url), env={}, cache_dir=tmp_path)
     judge = ModelJudge(client, JudgeConfig(model="judge-model", faithfulness=True))
     trace = Trace("q01", "Bạn có 30 ngày để đổi trả áo", (Retrieved("L2", ("DT-3",), POLICY["DT-3"]),))
     first = judge.check(CASE, trace, POLICY["DT-1"])
     assert server.calls["chat"] == 1
     assert judge.check(CASE, trace, POLICY["DT-1"]) == first and server.calls["chat"] == 1
-    judge.fresh = True
-    assert judge.check(CASE, trace, POLICY["DT-1"]) == first and server.calls["chat"] == 2
+    assert judge.check(CASE, trace, POLICY["DT-1"], fresh=True) == first and server.calls["chat"] == 2
+    assert judge.check(CASE, trace, POLICY["DT-1"]) == first and server.calls["chat"] == 2   # nothing left switched on
 
 
 @pytest.mark.parametrize("always, calls", [(False, 0), (True, 1)])
 def test_model_judge_skips_a_case_failing_rules_unless_always(server, tmp_path, always, calls):
-    from rageval.config import LLMConfig
+    from rageval.settings import LLMConfig
     client = LLMClient(LLMConfig(base_url=server.base_url), env={}, cache_dir=tmp_path)
     judge = ModelJudge(client, JudgeConfig(model="judge-model", faithfulness=True, always=always))
     trace = Trace("q01", "Bạn có 30 ngày để đổi trả áo", (Retrieved("L2", ("DT-3",), POLICY["DT-3"]),))
@@ -253,8 +252,8 @@ def test_load_labels_formats(tmp_path, name, text):
 
 @pytest.mark.parametrize("name, text, message", [
     ("labels.jsonl", '{"id": "q01", "label": "pass"}\n{"id": "q02", "label": "đạt"}\n',
-     "labels.jsonl:2: label \"đạt\" for case 'q02' must be \"pass\" or \"fail\""),
-    ("labels.yaml", "q01: pass\nq02: 1\n", "labels.yaml:2: label 1 for case 'q02'"),
+     "labels.jsonl: line 2: label \"đạt\" for case 'q02' must be \"pass\" or \"fail\""),
+    ("labels.yaml", "q01: pass\nq02: 1\n", "labels.yaml: line 2: label 1 for case 'q02'"),
     ("labels.csv", "id,label\nq01,pass\n", "unknown labels format '.csv'"),
     ("absent.jsonl", None, "absent.jsonl: labels file not found"),
 ])

@@ -183,7 +183,7 @@ def test_bm25_mode_ranks_the_demo_as_bm25s_does(demo_questions):
     app = demo_app("bm25")
     assert app.name == "builtin:bm25+extractive:2" and app.deterministic
     theirs = bm25s.BM25(method="lucene", k1=1.5, b=0.75)
-    theirs.index([folded_words(c.text) for c in app.chunks], show_progress=False)
+    theirs.index([folded_words(c.indexed) for c in app.chunks], show_progress=False)  # ids are labels
     hits = app.retriever.search(demo_questions, 5)
     for question, ours in zip(demo_questions, hits, strict=True):
         scores = np.asarray(theirs.get_scores(folded_words(question)), dtype=np.float64)

@@ -4,6 +4,7 @@ through the real ``openai`` client: caching, retries, budget, concurrency, secre
 from __future__ import annotations
 
 import json
+import os
 import random
 import threading
 import traceback
@@ -18,11 +19,12 @@ from openai_server import (  # tests/ is on sys.path (conftest.py)
     deterministic_embedding,
 )
 
-from rageval.config import LLMConfig
 from rageval.cost import StageCost
 from rageval.errors import BudgetExceeded, ConfigError, ModelCallError, ModelError
+from rageval.pipeline import llm_cache
 from rageval.pipeline.generation import ChatGenerator
 from rageval.pipeline.llm import MAX_WAIT_S, ChatResult, LLMClient
+from rageval.settings import LLMConfig
 
 SENTINEL = "sk-SENTINEL-123"
 Q = [{"role": "system", "content": "Trả lời ngắn."},
@@ -30,9 +32,8 @@ Q = [{"role": "system", "content": "Trả lời ngắn."},
 
 
 @pytest.fixture
-def server():
-    with OpenAIServer(rules=[("mấy ngày", "Trong 7 ngày kể từ ngày nhận hàng.")]) as srv:
-        yield srv
+def server(model_server):
+    return model_server(rules=[("mấy ngày", "Trong 7 ngày kể từ ngày nhận hàng.")])
 
 
 def make_client(server, cache_dir, *, env=None, rng=None, **cfg):
@@ -107,6 +108,34 @@ def test_a_corrupted_cache_file_is_a_miss_and_is_overwritten(server, tmp_path):
     assert json.loads(path.read_text(encoding="utf-8"))["response"]["text"] == result.text
     assert client.chat(Q, model="gen-a").cached is True
     assert cache_files(tmp_path) == [path]          # no temporary files left behind
+
+
+def test_a_cache_entry_that_is_a_symlink_is_a_miss_and_is_replaced_not_written_through(server, tmp_path):
+    client, _ = make_client(server, tmp_path / "cache")
+    client.chat(Q, model="gen-a")
+    [path] = cache_files(tmp_path / "cache")
+    elsewhere = tmp_path / "elsewhere.json"
+    path.rename(elsewhere)                   # a valid record, reached through a link
+    path.symlink_to(elsewhere)
+    before = elsewhere.read_bytes()
+    assert client.chat(Q, model="gen-a").cached is False and server.calls["chat"] == 2
+    assert not path.is_symlink() and elsewhere.read_bytes() == before
+    assert client.chat(Q, model="gen-a").cached is True
+
+
+@pytest.mark.parametrize("kind", ["dev-zero", "fifo", "too-big"])
+def test_a_cache_entry_that_is_no_bounded_regular_file_is_a_miss_at_once(server, tmp_path, kind, monkeypatch):
+    client, _ = make_client(server, tmp_path)
+    client.chat(Q, model="gen-a")
+    [path] = cache_files(tmp_path)
+    if kind == "too-big":                    # a valid record over the bound
+        monkeypatch.setattr(llm_cache, "MAX_ENTRY_BYTES", len(path.read_bytes()) - 1)
+    else:
+        path.unlink()
+        path.symlink_to("/dev/zero") if kind == "dev-zero" else os.mkfifo(path)  # endless / no writer
+    assert client.chat(Q, model="gen-a").cached is False and server.calls["chat"] == 2
+    assert path.is_file() and not path.is_symlink()
+    assert client.chat(Q, model="gen-a").cached is (kind != "too-big")
 
 
 def test_embed_sends_only_texts_not_in_the_cache(server, tmp_path):

@@ -1,27 +1,34 @@
 """Customer messages from a JSONL chat log: one :class:`LogEntry` (line number, text as written)
-per line that holds text, found in a named field, a usual key or an OpenAI-style messages list."""
+per line that holds text, found in a named field, a usual key or an OpenAI-style messages list.
+
+Each line is read by ``rageval.parse.load_json`` like every other input (UTF-8, no key twice, no
+NaN, at most 64 levels deep; messages name the file and line), and is at most
+``MAX_LOG_LINE_BYTES`` long, so one runaway line cannot take the memory a whole log would."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rageval.errors import DatasetError
+from rageval.parse import load_json
 
 #: Keys tried, in order, for the customer's text of a log line when no field is given.
 TEXT_FIELDS = ("question", "message", "text", "content")
 
 MAX_LOG_LINES = 200_000
+#: The longest line read (a conversation with its whole context fits; a runaway export does not).
+MAX_LOG_LINE_BYTES = 10 * 1024 * 1024
 
 MSG_TOO_MANY_LINES = ("{path}: more than {limit} lines. Candidates need a sample, not the whole history: "
                       "take a random sample first (e.g. `shuf -n 20000 {name} > sample.jsonl`).")
-MSG_BAD_JSON = "{path}:{line}: not valid JSON ({error}). Each line must be one JSON object; fix or delete the line."
-MSG_NOT_OBJECT = "{path}:{line}: expected a JSON object, got {kind}. Each line must be one object like {{\"message\": \"...\"}}."
-MSG_NO_FIELD = ("{path}:{line}: no customer text found; tried {tried}, the line has keys {keys}. "
+MSG_LONG_LINE = ("{path}: line {line}: longer than {limit:,} bytes. Each line must be one chat message "
+                 "as a JSON object; check that this is a JSONL chat log.")
+MSG_NOT_OBJECT = "{path}: line {line}: expected a JSON object, got {kind}. Each line must be one object like {{\"message\": \"...\"}}."
+MSG_NO_FIELD = ("{path}: line {line}: no customer text found; tried {tried}, the line has keys {keys}. "
                 "Name the field that holds the question with --field.")
-MSG_FIELD_NOT_TEXT = ("{path}:{line}: field '{field}' is {kind}, expected text (or an OpenAI-style messages list). "
+MSG_FIELD_NOT_TEXT = ("{path}: line {line}: field '{field}' is {kind}, expected text (or an OpenAI-style messages list). "
                       "Name the field that holds the question with --field.")
 
 
@@ -94,26 +101,28 @@ def load_logs(path: str | Path, field: str | None = None) -> list[LogEntry]:
     if not path.is_file():
         raise DatasetError(f"{path}: log file not found. Check the --logs path.")
     entries: list[LogEntry] = []
-    try:
-        with path.open("r", encoding="utf-8") as handle:
-            for number, raw in enumerate(handle, start=1):
-                if number > MAX_LOG_LINES:
-                    raise DatasetError(MSG_TOO_MANY_LINES.format(path=path, limit=MAX_LOG_LINES, name=path.name))
-                raw = raw.strip()
-                if not raw:
-                    continue
-                try:
-                    obj = json.loads(raw)
-                except json.JSONDecodeError as exc:
-                    raise DatasetError(MSG_BAD_JSON.format(path=path, line=number, error=exc.msg)) from None
-                if not isinstance(obj, dict):
-                    raise DatasetError(MSG_NOT_OBJECT.format(path=path, line=number, kind=type(obj).__name__))
-                text = _entry_text(obj, field, path, number)
-                if text is not None and text.strip():
-                    entries.append(LogEntry(number, text.strip()))
-    except UnicodeDecodeError as exc:
-        raise DatasetError(f"{path}: not UTF-8 text (byte {exc.start} of a line). Save the log as UTF-8.") from None
+    with path.open("rb") as handle:
+        for number, raw in enumerate(iter(lambda: handle.readline(MAX_LOG_LINE_BYTES + 1), b""), start=1):
+            if number > MAX_LOG_LINES:
+                raise DatasetError(MSG_TOO_MANY_LINES.format(path=path, limit=MAX_LOG_LINES, name=path.name))
+            if len(raw) > MAX_LOG_LINE_BYTES and raw[MAX_LOG_LINE_BYTES:] != b"\n":
+                raise DatasetError(MSG_LONG_LINE.format(path=path, line=number, limit=MAX_LOG_LINE_BYTES))
+            entry = _entry(raw, field, path, number)
+            if entry is not None:
+                entries.append(entry)
     return entries
+
+
+def _entry(raw: bytes, field: str | None, path: Path, number: int) -> LogEntry | None:
+    """One line's entry (None when it holds no text), read strictly (``rageval.parse``)."""
+    raw = raw.strip()
+    if not raw:
+        return None
+    obj = load_json(raw, str(path), error=DatasetError, line=number)
+    if not isinstance(obj, dict):
+        raise DatasetError(MSG_NOT_OBJECT.format(path=path, line=number, kind=type(obj).__name__))
+    found = _entry_text(obj, field, path, number)
+    return LogEntry(number, found.strip()) if found is not None and found.strip() else None
 
 
 def load_names(path: str | Path) -> tuple[str, ...]:

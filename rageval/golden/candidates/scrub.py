@@ -1,15 +1,17 @@
-"""Personal data out of customer messages: phone numbers, emails, order codes, listed names and
-other long digit runs become placeholders; everything else (spelling, diacritics or their
-absence, prices, deadlines) is kept.
+"""Personal data out of customer messages: phone numbers, emails, order codes, names, addresses,
+dates of birth, IBANs, licence plates and other long digit runs become placeholders; everything
+else (spelling, diacritics or their absence, prices, deadlines) is kept.
 
-Scrubbing policy (:func:`scrub`), applied in this order:
+Scrubbing policy (:func:`scrub`), applied in this order (the rules that need no list — obfuscated
+emails, IBANs, plates, dates of birth, addresses, names — are :mod:`.pii`'s, documented there):
 
-1. ``<EMAIL>``: ``local@domain.tld`` in the usual ASCII forms.
+1. ``<EMAIL>``: ``local@domain.tld`` in the usual ASCII forms; then ``an.nguyen [at] gmail [dot]
+   com`` and the other obfuscated forms; ``<IBAN>``, ``<PLATE>``.
 2. ``<ORDER>``: every regex of ``order_patterns`` (:data:`DEFAULT_ORDER_PATTERNS` by default:
    ``DH-2026-0012345``, ``ĐH2026001234``, ``dh 20260012345``, ``BH123456`` — ``DH``/``ĐH``/``BH``
    and at least five digits, any letter case; ``#123456``; carrier tracking codes ``GHN…``, ``GHTK…``, ``SPXVN…``,
-   ``VTP…``, ``VNP…`` with at least six digits). Section ids such as ``BH-3`` or ``DT-10`` have
-   too few digits to match.
+   ``VTP…``, ``VNP…`` with at least six digits; ``#A-99881``). Section ids such as ``BH-3`` or
+   ``DT-10`` have too few digits to match.
 3. ``<PHONE>``: Vietnamese numbers with a leading 0 (10-digit mobiles, 11-digit ``02…``
    landlines, optionally ``(028) …``), or with ``84``/``+84``/``(+84)``/``0084`` instead of the
    0 (a ``(0)`` or ``0`` after the country code is allowed); international numbers that start
@@ -18,8 +20,10 @@ Scrubbing policy (:func:`scrub`), applied in this order:
    ``0912.345.678``, ``+84-912-345-678``); the local form needs a first group of at least three
    digits. A number is only replaced whole, and the digits after it are left alone
    (``0912 345 678 2 cái`` -> ``<PHONE> 2 cái``).
-4. ``<NAME>``: every name of ``names``, matched as whole words, ignoring case and diacritics,
-   with any whitespace between its words ("Nguyễn Văn An" also matches "nguyen  van an").
+4. ``<DOB>`` (a date after a birth cue), ``<ADDRESS>``; then ``<NAME>``: every name of ``names``,
+   matched as whole words, ignoring case and diacritics, with any whitespace between its words
+   ("Nguyễn Văn An" also matches "nguyen  van an"), and the names :mod:`.pii` finds with no list
+   (family name + given names, kinship and title cues, "tên là", "my name is").
 5. ``<NUMBER>``, the safety net: digits that are left form chains (digit groups joined by one
    space, ``.``, ``,``, ``-`` or ``/``). A chain is cut at its spaces into parts; a part is kept
    when it is a money amount (a currency unit follows — ``đ d vnd vnđ đồng dong k tr triệu nghìn
@@ -42,15 +46,17 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from rageval.errors import ConfigError
+from rageval.golden.candidates import pii
 from rageval.text import fold
 
 #: Placeholder kinds, in the order they are reported.
-KINDS = ("PHONE", "EMAIL", "ORDER", "NAME", "NUMBER")
+KINDS = ("PHONE", "EMAIL", "ORDER", "NAME", "ADDRESS", "DOB", "IBAN", "PLATE", "NUMBER")
 
 #: Order-code regexes used when none are configured (see the module docstring).
 DEFAULT_ORDER_PATTERNS: tuple[str, ...] = (
     r"(?i)\b(?:DH|ĐH|BH)[-_ ]?\d(?:[-_]?\d){4,}\b",
     r"(?<![\w#])#\d{5,}\b",
+    r"(?<![\w#])#[A-Za-z]{1,4}[-_]?\d{4,}\b",
     r"(?i)\b(?:GHN|GHTK|SPXVN|SPX|VTP|VNP)[-_ ]?[A-Z0-9]*\d{6,}[A-Z0-9]*\b",
 )
 
@@ -281,19 +287,20 @@ class Scrubber:
             text, n = pattern.subn("<ORDER>", text)
             if n:
                 kinds.add("ORDER")
-        text, found = _replace_phones(text)
-        if found:
-            kinds.add("PHONE")
-        if self._names is not None:
-            text, found = self._replace_names(text)
+        for kind, rule in (("EMAIL", pii.scrub_obfuscated_emails), ("IBAN", pii.scrub_ibans),
+                           ("PLATE", pii.scrub_plates), ("PHONE", _replace_phones), ("DOB", pii.scrub_birth_dates),
+                           ("ADDRESS", pii.scrub_addresses), ("NAME", self._replace_names), ("NAME", pii.scrub_names)):
+            text, found = rule(text)
             if found:
-                kinds.add("NAME")
+                kinds.add(kind)
         text, found = _net(text)
         if found:
             kinds.add("NUMBER")
         return ScrubResult(text, tuple(k for k in KINDS if k in kinds))
 
     def _replace_names(self, text: str) -> tuple[str, bool]:
+        if self._names is None:
+            return text, False
         folded, index = _fold_map(text)
         spans = [(index[m.start()], index[m.end() - 1] + 1) for m in self._names.finditer(folded)]
         for start, end in reversed(spans):

@@ -17,9 +17,9 @@ from typing import Any, Protocol
 from rageval.errors import DatasetError
 from rageval.golden.set import Case
 from rageval.parse import finite, load_json, shown
-from rageval.results import Retrieved
+from rageval.records import Retrieved
 
-__all__ = ["MAX_TRACE_BYTES", "RETRIEVED_KEYS", "TRACE_KEYS", "App", "Retrieved", "Trace", "load_trace_json",
+__all__ = ["MAX_RETRIEVED", "MAX_TRACE_BYTES", "MSG_OTHER_CASE", "RETRIEVED_KEYS", "TRACE_KEYS", "App", "Retrieved", "Trace", "load_trace_json",
            "request_for", "trace_from_dict"]
 
 TRACE_KEYS = ("id", "answer", "retrieved", "usage", "latency_ms", "error")
@@ -28,6 +28,17 @@ RETRIEVED_KEYS = ("chunk_id", "sections", "text", "score", "tokens")
 #: The most bytes one trace may take: a command app's line or an http app's response body. Over it,
 #: the case is an error and reading stops (a 1.5 GB response must not take 18.5 GB of memory).
 MAX_TRACE_BYTES = 10 * 1024 * 1024
+
+#: The most retrieved items one trace may carry. A release run may use top_k 1000; 400,000 short items
+#: fit in a 10 MB body and, kept, cost hundreds of MB per case (issue 18), so past this the case is an
+#: error, found before any item is built.
+MAX_RETRIEVED = 10_000
+
+MSG_TOO_MANY_RETRIEVED = ("{where}: {n:,} retrieved items; at most {limit:,} per case are read "
+                          "(MAX_RETRIEVED). Send the top_k the run measures, not the whole ranking.")
+MSG_OTHER_CASE = "{app} answered case '{got}' when asked for '{want}'"
+MSG_NO_ID = "{where}: trace needs an 'id' matching a golden case id."
+MSG_ID_TYPE = "{where}: '{key}' must be a string (or an integer), got {got}."
 
 
 @dataclass(frozen=True)
@@ -70,14 +81,18 @@ def trace_from_dict(data: Any, where: str) -> Trace:
     unknown = [k for k in data if k not in TRACE_KEYS]
     if unknown:
         raise DatasetError(f"{where}: unknown trace key {shown(unknown[0])}. Valid keys: {', '.join(TRACE_KEYS)}.")
-    if not isinstance(data.get("id"), (str, int)) or isinstance(data.get("id"), bool):
-        raise DatasetError(f"{where}: trace needs an 'id' matching a golden case id.")
+    if "id" not in data:
+        raise DatasetError(MSG_NO_ID.format(where=where))
+    if not isinstance(data["id"], (str, int)) or isinstance(data["id"], bool):
+        raise DatasetError(MSG_ID_TYPE.format(where=where, key="id", got=_kind(data["id"])))
     answer = data.get("answer")
     if answer is not None and not isinstance(answer, str):
         raise DatasetError(f"{where}: 'answer' must be a string or null, got {shown(answer)}.")
     retrieved = data.get("retrieved")
     if retrieved is not None and not isinstance(retrieved, list):
         raise DatasetError(f"{where}: 'retrieved' must be a list of {{chunk_id, sections, text, score}}.")
+    if retrieved is not None and len(retrieved) > MAX_RETRIEVED:
+        raise DatasetError(MSG_TOO_MANY_RETRIEVED.format(where=where, n=len(retrieved), limit=MAX_RETRIEVED))
     items = None if retrieved is None else tuple(_retrieved(r, f"{where}: retrieved item {i}")
                                                  for i, r in enumerate(retrieved, 1))
     usage = data.get("usage") or {}
@@ -94,8 +109,10 @@ def trace_from_dict(data: Any, where: str) -> Trace:
 
 
 def _retrieved(r: Any, where: str) -> Retrieved:
-    if not isinstance(r, dict) or not isinstance(r.get("chunk_id"), (str, int)):
+    if not isinstance(r, dict) or "chunk_id" not in r:
         raise DatasetError(f"{where} needs a 'chunk_id'.")
+    if not isinstance(r["chunk_id"], (str, int)) or isinstance(r["chunk_id"], bool):
+        raise DatasetError(MSG_ID_TYPE.format(where=where, key="chunk_id", got=_kind(r["chunk_id"])))
     sections = r.get("sections", [])
     if not isinstance(sections, list) or not all(isinstance(s, str) for s in sections):
         raise DatasetError(f"{where}: 'sections' must be a list of section ids.")
@@ -107,6 +124,11 @@ def _retrieved(r: Any, where: str) -> Retrieved:
         raise DatasetError(f"{where}: 'text' must be a string.")
     score = _number(r.get("score"), f"{where}: 'score'")
     return Retrieved(str(r["chunk_id"]), tuple(sections), text, None if score is None else float(score), tokens)
+
+
+def _kind(value: Any) -> str:
+    """A value as an id message names it: a list or an object by its kind, else its repr, cut short."""
+    return {dict: "an object", list: "a list"}.get(type(value)) or shown(value)
 
 
 def _number(value: Any, where: str, minimum: float | None = None) -> int | float | None:

@@ -7,7 +7,6 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from rageval.config import Config
 from rageval.errors import ConfigError
 from rageval.golden.corpus import Corpus
 from rageval.golden.set import Case
@@ -22,6 +21,8 @@ from rageval.pipeline.generation import (
 )
 from rageval.pipeline.index import VectorIndex
 from rageval.pipeline.lexical import RRF_DEPTH, BM25Index, fuse_hits
+from rageval.settings import Config
+from rageval.text import detect_language
 
 
 class Retriever:
@@ -31,7 +32,7 @@ class Retriever:
 
     def __init__(self, cfg: Config, chunks: Sequence[Chunk], client: Any = None) -> None:
         mode = cfg.retrieval.mode
-        texts, ids = [c.text for c in chunks], [c.id for c in chunks]
+        texts, ids = [c.indexed for c in chunks], [c.id for c in chunks]      # section ids are labels, not words
         self.embedder: Embedder | None = None if mode == "bm25" else make_embedder(cfg.embedding, client)
         self.index: VectorIndex | None = None
         self.lexical: BM25Index | None = None
@@ -63,9 +64,11 @@ class BuiltinApp:
     def __init__(self, cfg: Config, corpus: Corpus, client: Any = None) -> None:
         started = time.monotonic()
         self.cfg = cfg
-        self.chunks: list[Chunk] = chunk_corpus(corpus, cfg.chunking.size, cfg.chunking.overlap)
+        self.chunks: list[Chunk] = chunk_corpus(corpus, cfg.chunking.size, cfg.chunking.overlap,
+                                                  merge_sections=cfg.chunking.merge_sections)
         self.retriever = Retriever(cfg, self.chunks, client)
-        self.generator: Generator | None = make_generator(cfg, client)
+        self.language = cfg.language if cfg.language != "auto" else detect_language(s.text for s in corpus.sections)
+        self.generator: Generator | None = make_generator(cfg, client, self.language)
         self.deterministic = bool(self.retriever.deterministic and (self.generator is None or self.generator.deterministic))
         self.name = f"builtin:{self.retriever.name}+{self.generator.name if self.generator else 'none'}"
         # Retrieve deep enough that every token budget can be filled, not only top_k.
@@ -89,9 +92,10 @@ class BuiltinApp:
         started = time.monotonic()
         if previous is not None and previous.retrieved is not None and self.retriever.deterministic:
             retrieved = previous.retrieved          # retrieval is deterministic: reuse it on a re-run
+            self._rankings.pop(case.id, None)
         else:
             self.prepare([case])
-            retrieved = self._rankings[case.id]
+            retrieved = self._rankings.pop(case.id)   # held until answered: memory is one block's rankings
         context = retrieved[: self.cfg.retrieval.top_k]
         gen: Generated = (self.generator.generate(case.question, context, case_id=case.id, fresh=fresh)
                           if self.generator else Generated(None))
@@ -99,12 +103,12 @@ class BuiltinApp:
                      gen.error, context_k=self.cfg.retrieval.top_k)
 
 
-def make_generator(cfg: Config, client: Any) -> Generator | None:
+def make_generator(cfg: Config, client: Any, language: str = "vi") -> Generator | None:
     g = cfg.generation
     if g.provider == "none":
         return None
     if g.provider == "extractive":
-        return ExtractiveGenerator(g.max_sentences)
+        return ExtractiveGenerator(g.max_sentences, language=language)
     if client is None:
         raise ConfigError(f"{cfg.path}: generation.provider is openai but no model client could be built; "
                           "check the llm: section.")

@@ -8,7 +8,8 @@ Bounds, so that a broken or hostile service costs one case, never the run:
   read: when it passes, the request's socket is shut down, which ends any read blocked on it (a
   server sending one byte every half second cannot hold a case longer).
 - A body over ``max_bytes`` (``MAX_TRACE_BYTES``, 10 MB) is an error for that case; reading stops
-  there, so memory stays bounded whatever the service sends.
+  there, so memory stays bounded whatever the service sends. So is a trace of more than
+  ``MAX_RETRIEVED`` (10,000) retrieved items, and an answer whose ``id`` is another case's.
 - A password in the URL (``http://user:pass@host/``) is sent, but never shown: the app's name
   and every case error carry the URL as ``http://user:***@host/`` (``rageval.text.hide_password``).
 """
@@ -27,10 +28,17 @@ from urllib3 import ProxyManager
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-from rageval.config import ENV_REF
 from rageval.errors import DatasetError
 from rageval.golden.set import Case
-from rageval.pipeline.apps import MAX_TRACE_BYTES, Trace, load_trace_json, request_for, trace_from_dict
+from rageval.pipeline.apps import (
+    MAX_TRACE_BYTES,
+    MSG_OTHER_CASE,
+    Trace,
+    load_trace_json,
+    request_for,
+    trace_from_dict,
+)
+from rageval.settings import ENV_REF
 from rageval.text import hide_password
 
 _CHUNK = 64 * 1024
@@ -63,6 +71,8 @@ class HttpApp:
             trace = trace_from_dict(data, where)
         except DatasetError as exc:
             return Trace(case.id, error=str(exc))
+        if trace.id != case.id:
+            return Trace(case.id, error=MSG_OTHER_CASE.format(app=f"POST {self.shown_url}", got=trace.id, want=case.id))
         return trace if trace.latency_ms is not None else Trace(**{**trace.__dict__, "latency_ms": latency})
 
     def _post(self, body: dict[str, Any]) -> bytes | str:
