@@ -15,6 +15,7 @@ compare on the same labels. Chunks never span two documents in either mode.
 
 from __future__ import annotations
 
+import hashlib
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -92,6 +93,14 @@ def _make(doc: str, n: int, buf: list[tuple[str, str, int]]) -> Chunk:
     return Chunk(id=f"{doc}#{n}", text="\n\n".join(p[1] for p in buf), tokens=sum(p[2] for p in buf),
                  sections=sections, document=doc,
                  index_text="\n\n".join(unlabelled(p[1], p[0]) for p in buf))
+
+
+def content_order(chunks: Sequence[Chunk]) -> list[Chunk]:
+    """The chunks sorted by what they hold, not where: section ids, then the SHA-256 of the text,
+    then the id (which only separates identical windows of one section, by their place in it). An
+    index numbering its rows this way breaks equal scores by content, so reordering or renaming the
+    corpus files changes no ranking (issue 22 §4)."""
+    return sorted(chunks, key=lambda c: (c.sections, hashlib.sha256(c.text.encode("utf-8")).digest(), c.id))
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,7 @@
 """The best k rows of each query as arrays, and the one ranking rule every index follows: score
-descending (scores rounded to 6 decimals), equal scores by row ascending."""
+descending (scores rounded to 6 decimals), equal scores by row ascending (reciprocal-rank fusion puts
+a row's best single rank first). The builtin app numbers its chunks in content order (section ids,
+then a hash of the text: issue 22 §4), so "by row" there means by content, never by file order."""
 
 from __future__ import annotations
 
@@ -18,10 +20,11 @@ class Hits:
         self.rows, self.scores = rows, scores
 
     @classmethod
-    def best(cls, queries: np.ndarray, rows: np.ndarray, scores: np.ndarray, m: int, k: int) -> Hits:
+    def best(cls, queries: np.ndarray, rows: np.ndarray, scores: np.ndarray, m: int, k: int,
+             tie: np.ndarray | None = None) -> Hits:
         """The ``k`` best of (query, row, score) triples (in any order, a row once per query) for
-        each of ``m`` queries."""
-        order = np.lexsort((rows, -scores, queries))
+        each of ``m`` queries; equal scores by ``tie`` ascending (one value per triple), then row."""
+        order = np.lexsort((rows, -scores, queries) if tie is None else (rows, tie, -scores, queries))
         queries, rows, scores = queries[order], rows[order], scores[order]
         rank = np.arange(len(queries)) - np.searchsorted(queries, queries, "left")
         top = rank < k

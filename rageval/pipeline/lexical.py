@@ -13,7 +13,7 @@ are the same two words), the same words the local embedder hashes.
 
 Hybrid retrieval fuses the vector and BM25 rankings by reciprocal rank (Cormack et al., SIGIR
 2009): ``rrf(d) = Σ_rankings 1 / (60 + rank(d))`` over each ranking's top 100 (or deeper when more
-is asked), ties by row. Everything is integer counting and float64 sums in a fixed order, so
+is asked), equal fused scores by the row's best rank in either ranking, then by row. Everything is integer counting and float64 sums in a fixed order, so
 results do not depend on the process or its hash seed.
 
 Why not the ``bm25s`` package: the scoring above is thirty lines of numpy, where bm25s would add a
@@ -219,13 +219,17 @@ def _term_frequencies(words: Words) -> tuple[np.ndarray, np.ndarray, np.ndarray]
 
 def fuse(rankings: Sequence[Sequence[tuple[int, float]]], depth: int) -> list[tuple[int, float]]:
     """Reciprocal-rank fusion of several rankings of the same rows: the ``depth`` best
-    ``(row, Σ 1/(60 + rank))`` pairs, score descending (6 decimals), then row ascending."""
+    ``(row, Σ 1/(60 + rank))`` pairs, score descending (6 decimals), then the row's best rank in
+    any one ranking, then row ascending."""
     fused: dict[int, float] = {}
+    best_rank: dict[int, int] = {}
     for ranking in rankings:
         for rank, (row, _) in enumerate(ranking, 1):
             fused[row] = fused.get(row, 0.0) + 1.0 / (RRF_K + rank)
-    best = sorted(((round(score, 6) + 0.0, row) for row, score in fused.items()), key=lambda x: (-x[0], x[1]))
-    return [(row, score) for score, row in best[:depth]]
+            best_rank[row] = min(rank, best_rank.get(row, rank))
+    best = sorted(((round(score, 6) + 0.0, best_rank[row], row) for row, score in fused.items()),
+                  key=lambda x: (-x[0], x[1], x[2]))
+    return [(row, score) for score, _, row in best[:depth]]
 
 
 def fuse_hits(rankings: Sequence[Hits], depth: int) -> Hits:
@@ -243,15 +247,18 @@ def fuse_hits(rankings: Sequence[Hits], depth: int) -> Hits:
 def _fuse_block(rankings: Sequence[Hits], depth: int) -> Hits:
     m = len(rankings[0])
     width = 1 + max(int(h.rows.max(initial=-1)) for h in rankings)
-    keys, parts = [], []
+    keys, ranks = [], []
     for hits in rankings:
         valid = hits.rows >= 0
         rank = np.broadcast_to(np.arange(1, hits.rows.shape[1] + 1), hits.rows.shape)
         which = np.broadcast_to(np.arange(m)[:, None], hits.rows.shape)
         keys.append(which[valid].astype(np.int64) * width + hits.rows[valid])
-        parts.append(1.0 / (RRF_K + rank[valid]))
+        ranks.append(rank[valid])
     unique, where = np.unique(np.concatenate(keys), return_inverse=True)
-    fused = np.bincount(where, weights=np.concatenate(parts), minlength=len(unique))
+    rank = np.concatenate(ranks)
+    fused = np.bincount(where, weights=1.0 / (RRF_K + rank), minlength=len(unique))
+    best_rank = np.full(len(unique), np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(best_rank, where, rank)
     values, back = np.unique(fused, return_inverse=True)
     rounded = np.array([round(v, 6) + 0.0 for v in values.tolist()], dtype=np.float64)[back]
-    return Hits.best(unique // width, unique % width, rounded, m, depth)
+    return Hits.best(unique // width, unique % width, rounded, m, depth, tie=best_rank)

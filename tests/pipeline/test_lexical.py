@@ -20,8 +20,8 @@ from rageval.config import load_config
 from rageval.errors import ConfigError
 from rageval.golden.corpus import load_corpus
 from rageval.pipeline.apps.builtin import BuiltinApp
-from rageval.pipeline.hits import Hits
 from rageval.pipeline import lexical as lexical_module
+from rageval.pipeline.hits import Hits
 from rageval.pipeline.lexical import BM25Index, Vocabulary, fuse, fuse_hits
 from rageval.text import folded_words
 
@@ -94,6 +94,18 @@ def test_reciprocal_rank_fusion_by_hand():
     # 7: 1/62 + 1/61, 4: 1/61 + 1/63, 2: 1/62, 1: 1/63
     assert fused == [(7, round(1 / 62 + 1 / 61, 6)), (4, round(1 / 61 + 1 / 63, 6)), (2, round(1 / 62, 6))]
     assert fuse([[(3, 1.0)], [(1, 1.0)]], 5) == [(1, round(1 / 61, 6)), (3, round(1 / 61, 6))]   # tie: row
+
+
+def test_equal_fused_scores_go_to_the_best_single_rank_before_the_row():
+    """Issue 22 §4: rows 9 and 200, each first in one ranking only, and row 2, 62nd in both, fuse
+    to the same 1/61 = 2/122; best rank first (9 and 200, then by row), then row 2, whatever its number."""
+    dense = [(9, 1.0), *[(100 + i, 0.5) for i in range(60)], (2, 0.1)]
+    lexical = [*[(200 + i, 5.0) for i in range(61)], (2, 1.0)]
+    fused = fuse([dense, lexical], depth=200)
+    tied = [(row, score) for row, score in fused if score == round(1 / 61, 6)]
+    assert tied == [(9, round(1 / 61, 6)), (200, round(1 / 61, 6)), (2, round(1 / 61, 6))]
+    as_hits = [Hits(np.array([[row for row, _ in r]]), np.array([[s for _, s in r]])) for r in (dense, lexical)]
+    assert fuse_hits(as_hits, 200).lists() == [fused]
 
 
 @pytest.mark.parametrize("block", [2048, 7])

@@ -11,7 +11,7 @@ from rageval.errors import ConfigError
 from rageval.golden.corpus import Corpus
 from rageval.golden.set import Case
 from rageval.pipeline.apps import Retrieved, Trace
-from rageval.pipeline.chunking import Chunk, chunk_corpus
+from rageval.pipeline.chunking import Chunk, chunk_corpus, content_order
 from rageval.pipeline.embedding import Embedder, document_rows, make_embedder, query_rows
 from rageval.pipeline.generation import (
     ChatGenerator,
@@ -64,8 +64,9 @@ class BuiltinApp:
     def __init__(self, cfg: Config, corpus: Corpus, client: Any = None) -> None:
         started = time.monotonic()
         self.cfg = cfg
-        self.chunks: list[Chunk] = chunk_corpus(corpus, cfg.chunking.size, cfg.chunking.overlap,
-                                                  merge_sections=cfg.chunking.merge_sections)
+        # rows in content order: equal scores are then broken by content, never by file order or name
+        self.chunks: list[Chunk] = content_order(chunk_corpus(corpus, cfg.chunking.size, cfg.chunking.overlap,
+                                                              merge_sections=cfg.chunking.merge_sections))
         self.retriever = Retriever(cfg, self.chunks, client)
         self.language = cfg.language if cfg.language != "auto" else detect_language(s.text for s in corpus.sections)
         self.generator: Generator | None = make_generator(cfg, client, self.language)
