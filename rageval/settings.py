@@ -59,6 +59,7 @@ class RetrievalConfig:
     mode: str = setting("dense", "choice", choices=("dense", "bm25", "hybrid"))  # hybrid: reciprocal-rank fusion
     relevance_min: int = setting(1, "posint")                # least grade hit/recall/mrr count (trec_eval -l)
     store_k: int = setting(20, "posint")                     # retrieved items kept per case in the RunResult
+    bm25_words: str = setting("folded", "choice", choices=("folded", "exact", "both"))  # BM25's terms: see lexical.py
 
 
 @dataclass(frozen=True)

@@ -36,16 +36,18 @@ class Retriever:
         self.embedder: Embedder | None = None if mode == "bm25" else make_embedder(cfg.embedding, client)
         self.index: VectorIndex | None = None
         self.lexical: BM25Index | None = None
-        shared = getattr(self.embedder, "vocabulary", None) if mode == "hybrid" else None
+        form = cfg.retrieval.bm25_words
+        shared = getattr(self.embedder, "vocabulary", None) if mode == "hybrid" and form == "folded" else None
         words = shared.read(texts) if shared is not None else None
         if mode != "dense":       # first: its build's temporaries are gone before the vector index's
-            self.lexical = BM25Index(texts, ids, vocabulary=shared, words=words)
+            self.lexical = BM25Index(texts, ids, vocabulary=shared, words=words, form=form)
         if self.embedder is not None:
             self.embedder.fit(texts, **({} if words is None else {"words": words}))
             del words
             self.index = VectorIndex(document_rows(self.embedder, texts), ids, copy=False)
         dense = self.embedder.name if self.embedder is not None else ""
-        self.name = {"dense": dense, "bm25": "bm25"}.get(mode, f"rrf({dense},bm25)")
+        bm25 = "bm25" if form == "folded" else f"bm25({form})"
+        self.name = {"dense": dense, "bm25": bm25}.get(mode, f"rrf({dense},{bm25})")
         self.deterministic = self.embedder is None or bool(self.embedder.deterministic)
         self.size = len(chunks)
 
