@@ -13,7 +13,7 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from rageval import attribution
+from rageval import attribution, knobs
 from rageval.cost import Cost
 from rageval.errors import RagevalError
 from rageval.gate import report, stats, terminal, trend
@@ -185,7 +185,10 @@ def gate(cfg: Config, baseline: RunResult | None, *, evaluation: Evaluation | No
         notes.append(f"judge_pass is not gated: {why}")
     decision = decide(cfg, baseline, candidate, expected=expected, rerun=rerun, gate_judge=allowed,
                       known_failures=known_failures, own=own, own_expected=own_expected, changed=changed)
-    verdict, candidate = with_attribution(cfg, decision, evaluation), decision.candidate
+    gate_variant = _gating(cfg, baseline, [c for c in expected if c.id in set(decision.compared)], allowed,
+                           known_failures)
+    verdict, candidate = with_attribution(cfg, decision, evaluation, gate_variant), decision.candidate
+    verdict = verdict if baseline is None else knobs.with_file_notes(verdict, knobs.file_changes(cfg, baseline))
     if reruns:
         cost = with_reruns(candidate.cost, reruns)
         candidate = candidate.replace(cost=cost)
@@ -195,6 +198,15 @@ def gate(cfg: Config, baseline: RunResult | None, *, evaluation: Evaluation | No
     line = terminal.render_summary_line(verdict, title=cfg.report.title)
     return GateOutcome(verdict, decision.baseline, candidate if own is None else own.replace(cost=Cost.total(
         [own.cost, candidate.cost], len(own.cases) + len(candidate.cases))), markdown, line, tuple(notes))
+
+
+def _gating(cfg: Config, baseline: RunResult | None, cases: Sequence[Case], gate_judge: bool,
+            known_failures: str) -> attribution.Gater:
+    """How an attribution run is gated: as the PR was (main's policy, the same judge gating), on the
+    compared cases, without re-runs."""
+    def gate_variant(run: RunResult) -> Verdict:
+        return decide(cfg, baseline, run, expected=cases, gate_judge=gate_judge, known_failures=known_failures).verdict
+    return gate_variant
 
 
 def _sharing(evaluation: Evaluation, variant: Config) -> LLMClient | None:
@@ -208,9 +220,11 @@ def _sharing(evaluation: Evaluation, variant: Config) -> LLMClient | None:
     return LLMClient(variant.llm, env=evaluation.env, spend=shared.spend)
 
 
-def with_attribution(cfg: Config, decision: Decision, evaluation: Evaluation | None) -> Verdict:
+def with_attribution(cfg: Config, decision: Decision, evaluation: Evaluation | None,
+                     gate_variant: attribution.Gater) -> Verdict:
     """The verdict with ``attribution`` (rageval/attribution.py): the ablation runs go through the
-    evaluation's own corpus, subset and environment."""
+    evaluation's own corpus, subset, environment and model budget, and each is gated by
+    ``gate_variant`` as the PR was."""
     verdict = decision.verdict
     if evaluation is None:
         if cfg.attribution.run == "always" or (cfg.attribution.run == "on_block" and verdict.blocked):
@@ -227,5 +241,5 @@ def with_attribution(cfg: Config, decision: Decision, evaluation: Evaluation | N
         return ev.run(case_ids=list(compared))
 
     found = attribution.attribute(cfg, decision.baseline, decision.candidate, verdict, corpus=evaluation.corpus,
-                                  compared=compared, run_variant=run_variant)
+                                  compared=compared, run_variant=run_variant, gate_variant=gate_variant)
     return verdict if found is None else replace(verdict, attribution=found)

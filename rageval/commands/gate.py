@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 from pathlib import Path
 from typing import TextIO
 
@@ -56,8 +57,19 @@ def gate(args: argparse.Namespace, out: TextIO) -> int:
     if args.html:
         write_text(args.html, render_html(outcome.candidate, baseline=outcome.baseline, verdict=outcome.verdict,
                                           cfg=cfg.report))
-    out.write(terminal.render_terminal(outcome.verdict, title=cfg.report.title))
+    written = [f"{what} written to {path}" for what, path in (("verdict", args.out), ("report", args.report_md),
+                                                     ("HTML report", args.html), ("JUnit", args.junit))
+               if path]
+    out.write(terminal.render_terminal(outcome.verdict, title=cfg.report.title, width=_width(out), written=written))
     return EXIT_BLOCKED if outcome.verdict.blocked else EXIT_OK
+
+
+def _width(out: TextIO) -> int:
+    """The terminal's width when ``out`` is one, else 80 (a job log, a pipe, a file)."""
+    try:
+        return shutil.get_terminal_size((terminal.TERMINAL_WIDTH, 24)).columns if out.isatty() else terminal.TERMINAL_WIDTH
+    except (AttributeError, ValueError, OSError):
+        return terminal.TERMINAL_WIDTH
 
 
 def report_again(args: argparse.Namespace, out: TextIO) -> int:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rageval import __version__
+from rageval.config import config_files
 from rageval.cost import Cost, Usage
 from rageval.errors import RagevalError
 from rageval.golden import lifecycle
@@ -316,6 +317,7 @@ def build_result(ev: Evaluation, cases: list[CaseResult], timings: dict[str, flo
         cost=cost,
         timings=timings,
         shard=ev.shard,
+        files=config_files(ev.cfg),
     )
 
 

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import DEMO
+from conftest import DEMO, unwrapped
 
 QUESTION = "Áo khoác mua online mặc chật thì đổi size trong bao nhiêu ngày?"
 
@@ -35,7 +35,7 @@ def gate(run_cli, demo, *extra, config="rageval-800.yml", out=None):
     code, stdout, err = run_cli("gate", "--config", demo["project"] / config, "--subset", "pr",
                                 "--baseline", demo["baseline"], "--out", out, *extra)
     verdict = json.loads(out.read_text(encoding="utf-8")) if code in (0, 1) else None
-    return code, stdout, err, verdict
+    return code, unwrapped(stdout), err, verdict
 
 
 def blocking(verdict) -> list[str]:

@@ -101,7 +101,8 @@ def test_blocked_report_matches_golden_file():
     before, after = chunk200(), chunk800()
     verdict = verdict_on(before, after, SEED_GATE)
     text = render_markdown(verdict, before, after, ReportConfig())
-    assert text.splitlines()[0] == "### ❌ RAG eval gate: blocked — mrr@5 0.63 < 0.85 (floor)"
+    # the verdict line names one reason and counts the others, as the terminal does (issue 20 §5.1)
+    assert text.splitlines()[0] == "### ❌ RAG eval gate: blocked — mrr@5 0.63 < 0.85 (floor); +2 more reasons"
     assert "| mrr@5 | 0.90 | 0.63 | −0.27 | ≥ 0.85 | ❌ |" in text
     assert "| hit@3 | 1.00 | 1.00 | 0.00 | ≥ 0.95 | ✅ |" in text
     assert "| chunking.size | 200 | 800 |" in text
@@ -158,7 +159,7 @@ def test_500_failing_cases_fit_a_github_comment_and_keep_header_and_tables():
     verdict = verdict_on(before, after, GateConfig(floors={"mrr@5": 0.85, "pass_rate": 0.9}, zero_tolerance=("numbers",)))
     text = render_markdown(verdict, before, after, ReportConfig(max_cases=25))
     assert len(text) < GITHUB_COMMENT_LIMIT
-    assert text.startswith("### ❌ RAG eval gate: blocked — mrr@5 0.25 < 0.85 (floor)\n")
+    assert text.startswith("### ❌ RAG eval gate: blocked — mrr@5 0.25 < 0.85 (floor); +501 more reasons\n")
     for table in ("| Gated metric | Threshold | Baseline | PR | Δ | Status |",
                   "| Metric | Baseline | PR | Δ | Threshold | Status |", "<summary>By slice", "| type=t6 |",
                   "<summary>Config changes", "| chunking.size | 200 | 800 |", "**Cost and time:**"):
@@ -234,13 +235,19 @@ def test_holdout_cases_show_counts_never_text():
 
 # --- summary line and filters ----------------------------------------------------------------
 
+def long_reason_words(verdict) -> set[str]:
+    return {w for r in verdict.reasons for w in r.message.split()} | {"blocked", "—", "(not", "comparable)"}
+
+
 def test_summary_line():
     before, after = chunk200(), chunk800()
     verdict = verdict_on(before, after, SEED_GATE)
     assert render_summary_line(verdict) == "RAG eval gate: blocked — mrr@5 0.63 < 0.85 (floor); +2 more reasons"
     assert render_summary_line(verdict_on(before, before, SEED_GATE)) == "RAG eval gate: passed — all gates passed"
-    long = render_summary_line(verdict_on(None, after, GateConfig(zero_tolerance=("numbers",))), title="x" * 200)
-    assert len(long) == 140 and long.endswith("…") and "\n" not in long
+    alone = verdict_on(None, after, GateConfig(zero_tolerance=("numbers",)))
+    long = render_summary_line(alone, title="x" * 200)
+    assert len(long) <= 140 and long.endswith("…") and "\n" not in long
+    assert long[:-1].split()[-1] in long_reason_words(alone)        # cut at a word, never inside one
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -346,7 +353,7 @@ def test_a_huge_title_cannot_cut_off_the_verdict():
     verdict = verdict_on(before, after, SEED_GATE)
     text = render_markdown(verdict, before, after, ReportConfig(title="T" * 100_000))
     assert text.splitlines()[0] == ("### ❌ " + "T" * 200 + "… (99,800 more characters): blocked — "
-                                    "mrr@5 0.63 < 0.85 (floor)")
+                                    "mrr@5 0.63 < 0.85 (floor); +2 more reasons")
     assert len(text) < GITHUB_COMMENT_LIMIT and "| mrr@5 | 0.90 | 0.63 |" in text
     line = render_summary_line(verdict, title="T" * 100_000)
     assert line == "T" * 59 + "…: blocked — mrr@5 0.63 < 0.85 (floor); +2 more reasons"
@@ -411,5 +418,5 @@ def test_the_demo_incidents_comment_renders_with_its_attribution_on_the_first_sc
     run_cli("gate", "--config", demo / "rageval-800.yml", "--subset", "pr", "--baseline", base,
             "--report-md", tmp_path / "report.md")
     first = "".join(rendered((tmp_path / "report.md").read_text(encoding="utf-8")).first_screen)
-    assert "mrr@5 dropped 0.91 → 0.87" in first and "chunking.size 200→800 causes most of it" in first
+    assert "mrr@5 dropped 0.91 → 0.87" in first and "chunking.size 200→800 −0.06 alone, reverting it leaves 0.00" in first
     assert "| chunking.size |" not in first            # the config table is collapsed
