@@ -8,6 +8,7 @@ import time
 from collections.abc import Sequence
 from typing import TextIO
 
+from rageval.clock import Clock
 from rageval.pipeline.runner import Evaluation, prepare
 from rageval.results import Shard
 from rageval.settings import Config
@@ -38,9 +39,12 @@ class ProgressPrinter:
             self.last_pct, self.last_time = pct, now
 
 
-def build_evaluation(cfg: Config, subset: str | None, app_spec: str | None, shard: Shard | None = None) -> Evaluation:
-    """The evaluation the CLI runs: the user's own environment is what their app sees."""
-    return prepare(cfg, subset=subset, app_spec=app_spec, env=os.environ, shard=shard)
+def build_evaluation(cfg: Config, subset: str | None, app_spec: str | None, shard: Shard | None = None, *,
+                     reproducible: bool = False) -> Evaluation:
+    """The evaluation the CLI runs: the user's own environment is what their app sees; its
+    SOURCE_DATE_EPOCH, and ``--reproducible``, decide what the clock writes (rageval.clock)."""
+    clock = Clock.from_env(os.environ, reproducible=reproducible)
+    return prepare(cfg, subset=subset, app_spec=app_spec, env=os.environ, shard=shard, clock=clock)
 
 
 def split_list(values: Sequence[str] | None) -> list[str]:

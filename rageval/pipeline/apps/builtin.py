@@ -71,7 +71,7 @@ class BuiltinApp:
                                                               merge_sections=cfg.chunking.merge_sections))
         self.retriever = Retriever(cfg, self.chunks, client)
         self.language = cfg.language if cfg.language != "auto" else detect_language(s.text for s in corpus.sections)
-        self.generator: Generator | None = make_generator(cfg, client, self.language)
+        self.generator: Generator | None = make_generator(cfg, client, self.language, len(self.chunks))
         self.deterministic = bool(self.retriever.deterministic and (self.generator is None or self.generator.deterministic))
         self.name = f"builtin:{self.retriever.name}+{self.generator.name if self.generator else 'none'}"
         # Retrieve deep enough that every token budget can be filled, not only top_k.
@@ -106,12 +106,14 @@ class BuiltinApp:
                      gen.error, context_k=self.cfg.retrieval.top_k)
 
 
-def make_generator(cfg: Config, client: Any, language: str = "vi") -> Generator | None:
+def make_generator(cfg: Config, client: Any, language: str = "vi", chunks: int = 0) -> Generator | None:
+    """The generator ``generation.provider`` names; ``chunks``: the index's size (the extractive
+    generator keeps that many chunks' sentences, so each chunk is read once)."""
     g = cfg.generation
     if g.provider == "none":
         return None
     if g.provider == "extractive":
-        return ExtractiveGenerator(g.max_sentences, language=language)
+        return ExtractiveGenerator(g.max_sentences, language=language, cache_size=chunks)
     if client is None:
         raise ConfigError(f"{cfg.path}: generation.provider is openai but no model client could be built; "
                           "check the llm: section.")
