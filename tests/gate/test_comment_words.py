@@ -9,7 +9,7 @@ from dataclasses import replace
 from builders import case, run
 
 from rageval.gate.decide import config_diff, verdict_on
-from rageval.gate.report import render_markdown
+from rageval.gate.report import Links, render_markdown
 from rageval.gate.terminal import render_summary_line, render_terminal
 from rageval.golden.history import file_at
 from rageval.results import RunResult
@@ -97,3 +97,18 @@ def test_a_long_summary_line_is_cut_at_a_word():
     assert len(line) <= 140 and line.endswith("…")
     words = set(" ".join(r.message for r in verdict.reasons).split()) | {"blocked", "—"}
     assert line[:-1].rstrip(" ,;:—").split()[-1].rstrip(",;") in words | {w.rstrip(",;") for w in words}
+
+
+def test_the_comment_links_the_job_log_the_results_artifact_and_both_commits():
+    before, after = run([case("q1")], sha="a" * 40), run([case("q1", 5)], sha="b" * 40)
+    verdict = verdict_on(before, after, GateConfig(floors={"mrr@5": 0.9}))
+    links = Links("https://github.com/o/r/actions/runs/7", "https://github.com/o/r/actions/runs/7#artifacts",
+                  "https://github.com/o/r/commit/")
+    text = render_markdown(verdict, before, after, ReportConfig(), links=links)
+    assert ("baseline [`aaaaaaa`](https://github.com/o/r/commit/" + "a" * 40 + ") · PR [`bbbbbbb`]"
+            "(https://github.com/o/r/commit/" + "b" * 40 + ") · [job log](https://github.com/o/r/actions/runs/7) · "
+            "[results artifact](https://github.com/o/r/actions/runs/7#artifacts)") in text
+    # a recorded commit that is not 40 hex digits is shown, never linked
+    odd = run([case("q1")], sha="a1b2c3d)](https://evil.example")
+    assert "evil.example)" not in render_markdown(verdict_on(odd, after, GateConfig()), odd, after, ReportConfig(),
+                                                 links=links)
