@@ -52,6 +52,9 @@ Gater = Callable[[RunResult], Verdict]
 
 MSG_BASELINE_CONFIG = ("the baseline's recorded config does not validate with this rageval ({problem}); re-create "
                        "the baseline with this version to attribute against it")
+MSG_BUDGET = ("llm.max_cost_usd was reached during the attribution runs ({n} case answers of {runs} runs were not "
+              "made): a variant missing answers says nothing about its knob, so nothing is attributed; raise the cap "
+              "to attribute")
 MSG_MIXED_CONFIG = ("the knobs cannot be tried one at a time, since a mix of the baseline's and the PR's values does "
                     "not validate ({problem})")
 
@@ -335,10 +338,15 @@ def attribute(cfg: Config, baseline: RunResult | None, candidate: RunResult, ver
         unblocks, every = _unblocks(runs, metrics, compared)
         for knob in knobs:                       # then each knob alone, while the ceiling allows
             runs.run([k for k in knobs if k is not knob])
-    results = tuple(_effects(m, compared, runs, verdict.noise[m].band if m in verdict.noise else 0.0) for m in metrics)
     cost = Cost.total([r.cost for r in runs.done.values()], sum(len(r.cases) for r in runs.done.values()))
+    cost = dataclasses.replace(cost, by_case={}, rerun=None)
+    stopped = sum(1 for r in runs.done.values() for c in r.cases if "budget exceeded" in (c.error or ""))
+    if stopped:
+        return Attribution("not_available", MSG_BUDGET.format(n=stopped, runs=len(runs.done)) + note,
+                           tuple(k.label for k in knobs), runs=len(runs.done), cost=cost,
+                           seconds=round(time.monotonic() - started, 3), model_calls=cost.calls_total)
+    results = tuple(_effects(m, compared, runs, verdict.noise[m].band if m in verdict.noise else 0.0) for m in metrics)
     return Attribution("attributed", note.strip(" ()"), tuple(k.label for k in knobs), results,
                        runs=len(runs.done), seconds=round(time.monotonic() - started, 3),
                        model_calls=cost.calls_total, unblocks=tuple(unblocks), gated=len(runs.passed),
-                       every_pair=every, cases=_cases(verdict, runs),
-                       cost=dataclasses.replace(cost, by_case={}, rerun=None))
+                       every_pair=every, cases=_cases(verdict, runs), cost=cost)

@@ -131,8 +131,9 @@ def file_changes(cfg: Config, baseline: RunResult) -> list[FileChange]:
         if known == paths[after]:
             continue
         old = file_at(cfg.root / before, baseline.git_sha) if baseline.git_sha else "the baseline records no commit"
-        if known is None and (isinstance(old, str) or hashlib.sha256(old).hexdigest() == paths[after]):
-            continue                             # nothing recorded, and git cannot tell or says the same
+        if known is None and (hashlib.sha256(old).hexdigest() == paths[after] if isinstance(old, bytes)
+                              else before == after):
+            continue                             # nothing recorded, and git says the same (or cannot tell, same path)
         out.append(FileChange(key, before, after, old, new))
     return out
 
@@ -160,12 +161,14 @@ def config_knobs(before: Mapping[str, Any], after: Mapping[str, Any], max_knobs:
     """The answer-changing config keys that differ, and the files such keys point to whose content
     differs (one knob each: reverted to the baseline's content); grouped by section past ``max_knobs``."""
     edited = {c.key: c for c in files if _is_knob(c.key) and not isinstance(c.old, str)}
+    unknown = {c.key for c in files if isinstance(c.old, str)}     # content at the baseline not at hand: by path
     knobs = []
     for d in config_diff(before, after):
         if not _is_knob(d.key) or new_at_default(d.key, d.before, d.after):
             continue
-        if d.key in edited or (isinstance(d.before, str) and isinstance(d.after, str) and _is_file_key(d.key)):
-            continue                             # a file: a knob only when its content changed (below)
+        if d.key in edited or (isinstance(d.before, str) and isinstance(d.after, str) and _is_file_key(d.key)
+                               and d.key not in unknown):
+            continue                             # a file: a knob when its content changed (below), not its path
         knobs.append(Knob(d.key, (d.key,), d.before, d.after))
     for key, change in edited.items():
         knobs.append(Knob(key, (key,), change.before, change.after, contents={key: change.old},

@@ -186,6 +186,19 @@ def test_the_prompt_edited_alone_is_the_one_knob_not_no_knob(with_model):
             "change main's floors in a separate PR.") in comment
 
 
+def test_a_baseline_older_than_recorded_files_finds_the_edit_in_git(with_model):
+    """A RunResult written before ``files`` existed still loads; the edit is found by comparing the
+    prompt with its content at the baseline's commit."""
+    data = json.loads((with_model.root / "baseline.json").read_text(encoding="utf-8"))
+    del data["files"]
+    old = with_model.root / "baseline-without-files.json"
+    old.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    repo = with_model.pr("prompt-old-baseline", prompt_rounds_up)
+    code, _, verdict, comment = with_model.gate(repo, baseline=old)
+    assert code == 1 and verdict["attribution"]["knobs"] == ["generation.prompt (prompt.j2 edited)"]
+    assert "| generation.prompt | prompt.j2 | prompt.j2 content changed, +4 −3 lines |" in comment
+
+
 # --- 2. corpus files ----------------------------------------------------------------------------
 
 def test_a_corpus_file_alone_is_the_one_knob(offline):
@@ -302,3 +315,27 @@ def test_a_baseline_commit_that_is_a_git_option_is_refused_and_writes_nothing(of
     assert code == 1 and not target.exists()
     assert "is not a 40-hex commit id" in verdict["attribution"]["why"]
     assert verdict["attribution"]["knobs"] == ["chunking.size 200→400"]
+
+
+# --- 6. one budget ---------------------------------------------------------------------------------
+
+def test_the_pr_run_and_its_attribution_runs_spend_from_one_budget(with_model):
+    """llm.max_cost_usd holds across the PR's run and every variant (issue 20 §4): past it no new call
+    is made; what the variants spent is in the verdict, and the two together stay within the cap plus
+    the calls already in flight (at most llm.concurrency)."""
+    cap = 0.02                                     # the PR's run costs about half of it, the variants more
+    repo = with_model.pr("budget", lambda r: (prompt_rounds_up(r), config(r, retrieval={"top_k": 10},
+                                                                          llm={"max_cost_usd": cap})))
+    candidate, out = repo / "candidate.json", repo / "v.json"
+    code, _, err = with_model.run_cli("gate", "--config", repo / "rageval.yml", "--subset", "pr", "--baseline",
+                                      with_model.root / "baseline.json", "--out", out, "--candidate-out", candidate)
+    assert code == 1, err
+    spent = json.loads(candidate.read_text(encoding="utf-8"))["cost"]
+    found = json.loads(out.read_text(encoding="utf-8"))["attribution"]
+    one_call = 0.0005                              # more than one call costs here (about 1,400 tokens)
+    pr_usd = spent["usd"] + (spent.get("rerun") or {}).get("usd", 0.0)      # its first run and its re-runs
+    assert 0 < pr_usd <= cap + 4 * one_call and pr_usd + found["cost"]["usd"] <= cap + 4 * one_call
+    # the variants ran out of budget: nothing is attributed from answers that were not made
+    assert found["status"] == "not_available" and found["why"].startswith("llm.max_cost_usd was reached during "
+                                                                           "the attribution runs")
+    assert found["metrics"] == [] and found["unblocks"] == []

@@ -133,9 +133,10 @@ def _n(count: int, word: str) -> str:
 
 def footer(found: Attribution) -> str:
     """One line on what the attribution cost (runs, time, model calls, tokens, USD), or why there is none."""
-    if found.status != "attributed":
-        return f"Attribution: {found.why}."
     cost = found.cost or Cost()
+    if found.status != "attributed":
+        spent = f" ({_n(found.runs, 'extra run')}, {_n(found.model_calls, 'model call')}, ${cost.usd:.4f})" if found.runs else ""
+        return f"Attribution: {found.why}{spent}."
     tokens = cost.prompt_tokens + cost.completion_tokens
     spent = f"{_n(found.model_calls, 'model call')}, {tokens:,} tokens, ${cost.usd:.4f}"
     return (f"Attribution: {_n(found.runs, 'extra run')} of the compared cases with knobs reverted or applied "

@@ -14,6 +14,7 @@ to fewer entries, each ending with "…and N more". The header and the tables al
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -33,6 +34,7 @@ from rageval.gate.markdown import (
     TITLE_MAX_CHARS,
     escape_md,
     fence,
+    quoted,
 )
 from rageval.gate.verdict import (
     STATE_RULES,
@@ -114,7 +116,7 @@ def _environment() -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                              keep_trailing_newline=True)
     env.filters.update(md=escape_md, fence=fence, num=_num, delta=fmt_delta, threshold=_threshold,
-                       status=_status, rank=_rank, value=_value, ranks=_ranks)
+                       status=_status, rank=_rank, value=_value, ranks=_ranks, quote=quoted)
     return env
 
 
@@ -122,6 +124,20 @@ _ENV = _environment()
 
 
 # --- context ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Links:
+    """Where a reader goes next, as the CI host gives them: the job's log, the run's artifacts (the
+    results), and commit pages (``commit`` + a 40-hex sha); each None when unknown."""
+
+    job_log: str | None = None
+    artifacts: str | None = None
+    commit: str | None = None
+
+    def commit_of(self, sha: str | None) -> str | None:
+        """The page of ``sha`` (a recorded commit: linked only when it is 40 hex digits)."""
+        return f"{self.commit}{sha}" if self.commit and sha and re.fullmatch(r"[0-9a-f]{40}", sha) else None
+
 
 @dataclass(frozen=True)
 class Listing:
@@ -221,13 +237,19 @@ def _coverage(coverage: Coverage | None) -> dict[str, Listing] | None:
             "thin": listing(list(coverage.thin_sections), COVERAGE_MAX_ITEMS)}
 
 
+#: the headline of a verdict whose state is not its decision: short, the whole reason is under Why
+STATE_HEADLINES = {"not_comparable": "main's baseline cannot be compared with this PR",
+                   "missing_baseline": "no baseline: floors and zero tolerance only"}
+
+
 def headline(verdict: Verdict) -> str:
-    """The verdict's main reason, and the known failures counted (they never block silently unseen)."""
+    """The verdict's main reason, and the known failures counted (they never block silently unseen).
+    A state (not comparable, no baseline) gets a short headline; its reason is said in full under Why."""
     reason = verdict.main_reason
     if reason is None:
         text = "all gates passed"
     elif reason.rule in STATE_RULES:
-        text = reason.message
+        text = STATE_HEADLINES.get(reason.rule, reason.message)
     else:
         text = f"{reason.message} ({reason.label})"
     n = len(verdict.known_failures)
@@ -432,16 +454,21 @@ def _limited(verdict: Verdict, baseline: RunResult | None, candidate: RunResult,
 
 def render_markdown(verdict: Verdict, baseline: RunResult | None, candidate: RunResult,
                     cfg: ReportConfig, *, title: str | None = None, max_chars: int = DEFAULT_MAX_CHARS,
-                    own: RunResult | None = None, full_report: str | None = None) -> str:
+                    own: RunResult | None = None, full_report: str | None = None,
+                    links: Links | None = None) -> str:
     """The PR comment / step summary for ``verdict``. Its first line is the verdict and its main
     reason; it is at most ``max_chars`` characters (see the module docstring for how). ``own``: the
     PR's own golden set's run, when ``candidate`` ran main's cases (the golden changes are its).
-    ``full_report``: where the HTML report is (a link to the run's artifacts), linked under the table."""
+    ``full_report``: where the HTML report is (a link to the run's artifacts), linked under the table;
+    ``links``: the job log, the results artifact and the commits, linked under the golden set line."""
     if max_chars > GITHUB_COMMENT_LIMIT:
         raise ValueError(f"max_chars {max_chars} exceeds GitHub's comment limit of {GITHUB_COMMENT_LIMIT}")
     template = _ENV.get_template("comment.md.j2")
     cases = _Cases(baseline, candidate)
-    fixed = {**_context(verdict, baseline, candidate, cases, cfg, title), "full_report": full_report}
+    links = links or Links()
+    fixed = {**_context(verdict, baseline, candidate, cases, cfg, title), "full_report": full_report,
+             "links": links, "base_url": links.commit_of(baseline.git_sha if baseline is not None else None),
+             "cand_url": links.commit_of(candidate.git_sha)}
     text = ""
     for max_cases, max_rows, max_reasons in _LIMITS:
         limits = (cfg.max_cases if max_cases is None else min(max_cases, cfg.max_cases), max_rows, max_reasons)

@@ -9,7 +9,8 @@ from dataclasses import replace
 from builders import case, run
 
 from rageval.gate.decide import config_diff, verdict_on
-from rageval.gate.report import render_markdown
+from rageval.gate.markdown import quoted
+from rageval.gate.report import Links, render_markdown
 from rageval.gate.terminal import render_summary_line, render_terminal
 from rageval.golden.history import file_at
 from rageval.results import RunResult
@@ -97,3 +98,28 @@ def test_a_long_summary_line_is_cut_at_a_word():
     assert len(line) <= 140 and line.endswith("…")
     words = set(" ".join(r.message for r in verdict.reasons).split()) | {"blocked", "—"}
     assert line[:-1].rstrip(" ,;:—").split()[-1].rstrip(",;") in words | {w.rstrip(",;") for w in words}
+
+
+def test_the_comment_links_the_job_log_the_results_artifact_and_both_commits():
+    before, after = run([case("q1")], sha="a" * 40), run([case("q1", 5)], sha="b" * 40)
+    verdict = verdict_on(before, after, GateConfig(floors={"mrr@5": 0.9}))
+    links = Links("https://github.com/o/r/actions/runs/7", "https://github.com/o/r/actions/runs/7#artifacts",
+                  "https://github.com/o/r/commit/")
+    text = render_markdown(verdict, before, after, ReportConfig(), links=links)
+    assert ("baseline [`aaaaaaa`](https://github.com/o/r/commit/" + "a" * 40 + ") · PR [`bbbbbbb`]"
+            "(https://github.com/o/r/commit/" + "b" * 40 + ") · [job log](https://github.com/o/r/actions/runs/7) · "
+            "[results artifact](https://github.com/o/r/actions/runs/7#artifacts)") in text
+    # a recorded commit that is not 40 hex digits is shown, never linked
+    odd = run([case("q1")], sha="a1b2c3d)](https://evil.example")
+    assert "evil.example)" not in render_markdown(verdict_on(odd, after, GateConfig()), odd, after, ReportConfig(),
+                                                 links=links)
+
+
+def test_answers_are_quotes_that_wrap_with_the_differing_numbers_in_bold():
+    assert quoted("Trong 30 ngày, mục DT-1, trước 12:00", "Trong 7 ngày, trước 12:00") == (
+        "> Trong **30** ngày, mục DT-1, trước 12:00")                 # an id's digit and a shared time stay plain
+    # markup an answer carries stays text: emphasis, a heading or list marker, HTML, a mention
+    assert quoted("# Title *x* _y_ <b>@team</b>", "") == "> &#35; Title &#42;x&#42; &#95;y&#95; &lt;b&gt;@\u200dteam&lt;/b&gt;"
+    assert quoted("1. first", None) == "> 1&#46; first"
+    # a long answer is cut, and the cut's own count is not a number of the answer
+    assert quoted("x " * 1_000 + "9", "", limit=10) == "> x x x x x… (1,991 more characters)"
