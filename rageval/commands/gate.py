@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TextIO
 
 from rageval import DEFAULT_CONFIG, flow
-from rageval.commands.shared import ProgressPrinter, build_evaluation
+from rageval.commands.shared import ProgressPrinter, build_evaluation, secret_filter
 from rageval.config import load_config
 from rageval.errors import EXIT_BLOCKED, EXIT_OK, RagevalError
 from rageval.files import append_text, read_result_file, write_json, write_text
@@ -36,10 +36,11 @@ def gate(args: argparse.Namespace, out: TextIO) -> int:
         # what the candidate must answer comes from the golden set and --subset, never from the
         # file: a case it leaves out is a failing case, whatever subset the file claims
         expected = load_golden(cfg.golden).subset(args.subset).cases
-        outcome = flow.gate(cfg, baseline, candidate=load_result(args.candidate), expected=expected)
+        outcome = flow.gate(cfg, baseline, candidate=load_result(args.candidate), expected=expected,
+                            redact=secret_filter(cfg))
     else:
         outcome = flow.gate(cfg, baseline, evaluation=build_evaluation(cfg, args.subset, args.app),
-                            progress=ProgressPrinter("rageval gate", args.err))
+                            progress=ProgressPrinter("rageval gate", args.err), redact=secret_filter(cfg))
     for note in outcome.notes:
         out.write(f"note: {note}\n")
     if args.out:

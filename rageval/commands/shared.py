@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TextIO
 
 from rageval.clock import Clock
@@ -50,3 +50,19 @@ def build_evaluation(cfg: Config, subset: str | None, app_spec: str | None, shar
 def split_list(values: Sequence[str] | None) -> list[str]:
     """``--tags pr,holdout`` and ``--tags pr --tags holdout`` alike."""
     return [v.strip() for value in values or () for v in value.split(",") if v.strip()]
+
+
+def secret_filter(cfg: Config, env: Mapping[str, str] | None = None) -> Callable[[str], str] | None:
+    """What the CLI writes passes through this: the model API key's value (``llm.api_key_env``)
+    replaced by ``***`` — a model that echoes its key, or an app error quoting it, leaves it in no
+    results file, verdict, report or step summary. None when the key is not set."""
+    value = (os.environ if env is None else env).get(cfg.llm.api_key_env, "")
+    if len(value.strip()) < 8:        # nothing, or too short to be a key (and to replace safely)
+        return None
+    pieces = sorted({value, *(line for line in value.splitlines() if len(line.strip()) >= 8)}, key=len, reverse=True)
+
+    def redact(text: str) -> str:
+        for piece in pieces:
+            text = text.replace(piece, "***")
+        return text
+    return redact

@@ -24,7 +24,6 @@ import jinja2
 
 from rageval.cost import Cost, StageCost
 from rageval.gate import ablation, advice, trend
-from rageval.gate.ablation import Attribution
 from rageval.gate.cases import KNOWN_SUFFIX
 from rageval.gate.format import fmt, fmt_delta
 from rageval.gate.markdown import (
@@ -41,7 +40,6 @@ from rageval.gate.verdict import (
     ConfigChange,
     MetricRow,
     RankDrop,
-    Reason,
     SliceRow,
     Threshold,
     Verdict,

@@ -9,8 +9,8 @@ import textwrap
 from collections.abc import Sequence
 
 from rageval.gate import ablation
-from rageval.gate.markdown import INLINE_MAX_CHARS, SUMMARY_TITLE_MAX, cut, printable
 from rageval.gate.advice import attributed_lines, more_reasons, next_step
+from rageval.gate.markdown import INLINE_MAX_CHARS, SUMMARY_TITLE_MAX, cut, printable
 from rageval.gate.report import headline, outcome
 from rageval.gate.verdict import Verdict
 from rageval.metrics.aggregate import run_warnings

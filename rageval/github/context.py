@@ -143,13 +143,6 @@ class ActionContext:
         return app_env(self.env, home=self.app_home)
 
 
-def redact_json(value: Any, redact: Callable[[str], str]) -> Any:
-    """Every string (keys too) of a JSON value passed through ``redact``."""
-    if isinstance(value, dict):
-        return {redact(str(k)): redact_json(v, redact) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [redact_json(v, redact) for v in value]
-    return redact(value) if isinstance(value, str) else value
 
 
 def load_action_config(ctx: ActionContext) -> Config:
