@@ -34,7 +34,6 @@ from rageval.gate.markdown import (
     TITLE_MAX_CHARS,
     escape_md,
     fence,
-    quoted,
 )
 from rageval.gate.verdict import (
     STATE_RULES,
@@ -116,7 +115,7 @@ def _environment() -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                              keep_trailing_newline=True)
     env.filters.update(md=escape_md, fence=fence, num=_num, delta=fmt_delta, threshold=_threshold,
-                       status=_status, rank=_rank, value=_value, ranks=_ranks, quote=quoted)
+                       status=_status, rank=_rank, value=_value, ranks=_ranks)
     return env
 
 

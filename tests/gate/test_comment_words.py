@@ -9,7 +9,6 @@ from dataclasses import replace
 from builders import case, run
 
 from rageval.gate.decide import config_diff, verdict_on
-from rageval.gate.markdown import quoted
 from rageval.gate.report import Links, render_markdown
 from rageval.gate.terminal import render_summary_line, render_terminal
 from rageval.golden.history import file_at
@@ -113,13 +112,3 @@ def test_the_comment_links_the_job_log_the_results_artifact_and_both_commits():
     odd = run([case("q1")], sha="a1b2c3d)](https://evil.example")
     assert "evil.example)" not in render_markdown(verdict_on(odd, after, GateConfig()), odd, after, ReportConfig(),
                                                  links=links)
-
-
-def test_answers_are_quotes_that_wrap_with_the_differing_numbers_in_bold():
-    assert quoted("Trong 30 ngày, mục DT-1, trước 12:00", "Trong 7 ngày, trước 12:00") == (
-        "> Trong **30** ngày, mục DT-1, trước 12:00")                 # an id's digit and a shared time stay plain
-    # markup an answer carries stays text: emphasis, a heading or list marker, HTML, a mention
-    assert quoted("# Title *x* _y_ <b>@team</b>", "") == "> &#35; Title &#42;x&#42; &#95;y&#95; &lt;b&gt;@\u200dteam&lt;/b&gt;"
-    assert quoted("1. first", None) == "> 1&#46; first"
-    # a long answer is cut, and the cut's own count is not a number of the answer
-    assert quoted("x " * 1_000 + "9", "", limit=10) == "> x x x x x… (1,991 more characters)"
