@@ -142,8 +142,8 @@ def main_cases(baseline: RunResult | None, pr: GoldenSet, subset: str | None,
 def gate(cfg: Config, baseline: RunResult | None, *, evaluation: Evaluation | None = None,
          candidate: RunResult | None = None, expected: Sequence[Case] | None = None,
          progress: Progress | None = None, on_rerun: RerunLog | None = None,
-         known_failures: str = "report", full_report: str | None = None,
-         links: report.Links | None = None) -> GateOutcome:
+         known_failures: str = "report", full_report: str | None = None, links: report.Links | None = None,
+         redact: Callable[[str], str] | None = None) -> GateOutcome:
     """Gate a PR: run ``evaluation`` (or take a finished ``candidate``, which then cannot be
     re-run), decide against ``baseline`` — re-running through the evaluation near a threshold —
     and render the report. ``expected``: the golden cases the candidate must answer (default:
@@ -152,7 +152,7 @@ def gate(cfg: Config, baseline: RunResult | None, *, evaluation: Evaluation | No
     pass→fail and zero tolerance are gated on those (:func:`main_cases`). ``known_failures``: the
     mode's default for ``gate.known_failures``. The re-runs' model calls, made with the cache
     bypassed, are counted apart: ``candidate.cost.rerun`` and ``verdict.reran.cost``.
-    ``full_report``, ``links``: the HTML report's, the job log's, the artifact's and the commits' URLs."""
+    ``full_report``, ``links``: the report's and the run's URLs; ``redact``: hides secrets in answers."""
     if (evaluation is None) == (candidate is None):
         raise ValueError("flow.gate needs exactly one of evaluation and candidate")
     rerun = None
@@ -194,7 +194,7 @@ def gate(cfg: Config, baseline: RunResult | None, *, evaluation: Evaluation | No
         cost = with_reruns(candidate.cost, reruns)
         candidate = candidate.replace(cost=cost)
         verdict = replace(verdict, reran=replace(verdict.reran, cost=cost.rerun))
-    markdown = report.render_markdown(verdict, decision.baseline, candidate, cfg.report, own=own,
+    markdown = report.render_markdown(verdict, decision.baseline, candidate, cfg.report, own=own, redact=redact,
                                       full_report=full_report, links=links)
     line = terminal.render_summary_line(verdict, title=cfg.report.title)
     return GateOutcome(verdict, decision.baseline, candidate if own is None else own.replace(cost=Cost.total(

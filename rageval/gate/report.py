@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ from rageval.gate.markdown import (
     TITLE_MAX_CHARS,
     escape_md,
     fence,
+    quoted,
 )
 from rageval.gate.verdict import (
     STATE_RULES,
@@ -115,7 +116,7 @@ def _environment() -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                              keep_trailing_newline=True)
     env.filters.update(md=escape_md, fence=fence, num=_num, delta=fmt_delta, threshold=_threshold,
-                       status=_status, rank=_rank, value=_value, ranks=_ranks)
+                       status=_status, rank=_rank, value=_value, ranks=_ranks, quote=quoted)
     return env
 
 
@@ -297,9 +298,11 @@ class CaseDetail:
 class _Cases:
     """The baseline's and the candidate's cases, as the report's case sections show them."""
 
-    def __init__(self, baseline: RunResult | None, candidate: RunResult) -> None:
+    def __init__(self, baseline: RunResult | None, candidate: RunResult,
+                 redact: Callable[[str], str] | None = None) -> None:
         self.base = baseline.case_map if baseline is not None else {}
         self.cand = candidate.case_map
+        self.redact = redact or (lambda text: text)
 
     def row(self, case_id: str) -> CaseRow:
         b, c = self.base.get(case_id), self.cand.get(case_id)
@@ -311,8 +314,10 @@ class _Cases:
     def detail(self, case_id: str) -> CaseDetail:
         before, after = self.base.get(case_id), self.cand.get(case_id)
         shown = after or before
+        # answers are quoted (escaped), so a secret in one is hidden before, while its text is whole
         return CaseDetail(self.row(case_id), shown.expected_answer if shown else None,
-                          before.answer if before else None, None if after is None else after.answer, after is None)
+                          None if before is None or before.answer is None else self.redact(before.answer),
+                          None if after is None or after.answer is None else self.redact(after.answer), after is None)
 
     def rows(self, ids: Sequence[str], max_rows: int) -> Listing:
         """The rows of a case list, holdout cases counted."""
@@ -454,16 +459,17 @@ def _limited(verdict: Verdict, baseline: RunResult | None, candidate: RunResult,
 def render_markdown(verdict: Verdict, baseline: RunResult | None, candidate: RunResult,
                     cfg: ReportConfig, *, title: str | None = None, max_chars: int = DEFAULT_MAX_CHARS,
                     own: RunResult | None = None, full_report: str | None = None,
-                    links: Links | None = None) -> str:
+                    links: Links | None = None, redact: Callable[[str], str] | None = None) -> str:
     """The PR comment / step summary for ``verdict``. Its first line is the verdict and its main
     reason; it is at most ``max_chars`` characters (see the module docstring for how). ``own``: the
     PR's own golden set's run, when ``candidate`` ran main's cases (the golden changes are its).
     ``full_report``: where the HTML report is (a link to the run's artifacts), linked under the table;
-    ``links``: the job log, the results artifact and the commits, linked under the golden set line."""
+    ``links``: the job log, the results artifact and the commits, linked under the golden set line;
+    ``redact``: applied to each answer before it is escaped into a quote (secrets a model echoed)."""
     if max_chars > GITHUB_COMMENT_LIMIT:
         raise ValueError(f"max_chars {max_chars} exceeds GitHub's comment limit of {GITHUB_COMMENT_LIMIT}")
     template = _ENV.get_template("comment.md.j2")
-    cases = _Cases(baseline, candidate)
+    cases = _Cases(baseline, candidate, redact)
     links = links or Links()
     fixed = {**_context(verdict, baseline, candidate, cases, cfg, title), "full_report": full_report,
              "links": links, "base_url": links.commit_of(baseline.git_sha if baseline is not None else None),

@@ -143,7 +143,7 @@ def _decide(ctx: ActionContext, cfg: Config, ev: Evaluation, subset: str | None)
     with ctx.console.group(f"rageval {ctx.mode}: {n} cases{f' (subset {subset})' if subset else ''}"):
         outcome = flow.gate(cfg, baseline, evaluation=ev, progress=Progress(ctx.console, f"rageval {ctx.mode}"),
                             known_failures=known_failures_default(ctx.mode, ctx.event.name),
-                            full_report=ctx.report_url(), links=ctx.links(),
+                            full_report=ctx.report_url(), links=ctx.links(), redact=ctx.console.redact,
                             on_rerun=lambda ids: ctx.console.log(
                                 f"re-running {'all cases' if ids is None else ', '.join(ids)} with caches bypassed"))
     for note in outcome.notes:
@@ -241,7 +241,7 @@ def _run_merge(ctx: ActionContext) -> int:
     ctx.comment_enabled = ctx.inputs.comment and ctx.event.pr_number is not None
     outcome = flow.gate(cfg, baseline_for(ctx, cfg), candidate=merged, expected=golden.subset(subset).cases,
                         known_failures=known_failures_default("verify", ctx.event.name), full_report=ctx.report_url(),
-                        links=ctx.links())
+                        links=ctx.links(), redact=ctx.console.redact)
     return _report(ctx, outcome, cfg)
 
 

@@ -9,6 +9,7 @@ from dataclasses import replace
 from builders import case, run
 
 from rageval.gate.decide import config_diff, verdict_on
+from rageval.gate.markdown import quoted
 from rageval.gate.report import Links, render_markdown
 from rageval.gate.terminal import render_summary_line, render_terminal
 from rageval.golden.history import file_at
@@ -112,3 +113,25 @@ def test_the_comment_links_the_job_log_the_results_artifact_and_both_commits():
     odd = run([case("q1")], sha="a1b2c3d)](https://evil.example")
     assert "evil.example)" not in render_markdown(verdict_on(odd, after, GateConfig()), odd, after, ReportConfig(),
                                                  links=links)
+
+
+def test_answers_are_quotes_that_wrap_with_the_differing_numbers_in_bold():
+    assert quoted("Trong 30 ngày, mục DT-1, trước 12:00", "Trong 7 ngày, trước 12:00") == (
+        "> Trong **30** ngày, mục DT-1, trước 12:00")                 # an id's digit and a shared time stay plain
+    # markup an answer carries stays text: emphasis, a heading or list marker, HTML, a mention
+    assert quoted("# Title *x* _y_ <b>@team</b>", "") == "> &#35; Title &#42;x&#42; &#95;y&#95; &lt;b&gt;@\u200dteam&lt;/b&gt;"
+    assert quoted("1. first", None) == "> 1&#46; first"
+    # a long answer is cut, and the cut's own count is not a number of the answer
+    assert quoted("x " * 1_000 + "9", "", limit=10) == "> x x x x x… (1,991 more characters)"
+
+
+def test_a_secret_in_an_answer_is_hidden_before_the_quote_escapes_it():
+    """Escaping changes a secret's text (``_`` → ``&#95;``, a digit in bold), so the action's redaction
+    of the finished comment could no longer find it: answers are redacted first."""
+    secret = "sk_live_2025_abc"
+    before = run([case("q1", 1, answer="Trong 7 ngày.")])
+    after = run([case("q1", 1, answer=f"Mã {secret}: trong 30 ngày.", passed=False)])
+    verdict = verdict_on(before, after, GateConfig(max_drop={"pass_rate": 0.0}))
+    text = render_markdown(verdict, before, after, ReportConfig(), redact=lambda t: t.replace(secret, "***"))
+    assert "> Mã &#42;&#42;&#42;: trong **30** ngày." in text
+    assert "2025" not in text and "live" not in text

@@ -31,7 +31,7 @@ def test_seed_incident_is_blocked_with_the_articles_reasons(seed_project, run_cl
     report = report_path.read_text(encoding="utf-8")
     assert report.splitlines()[0].startswith("### ") and "blocked" in report.splitlines()[0]
     assert "mrr@5 0.63 &lt; 0.85" in report or "mrr@5 0.63 < 0.85" in report
-    assert "Bạn có 30 ngày để đổi trả áo" in report and "1 → 3" in report
+    assert "Bạn có **30** ngày để đổi trả áo" in report and "1 → 3" in report
     assert "blocked" in stdout
 
 

@@ -106,7 +106,10 @@ def test_blocked_report_matches_golden_file():
     assert "| mrr@5 | 0.90 | 0.63 | −0.27 | ≥ 0.85 | ❌ |" in text
     assert "| hit@3 | 1.00 | 1.00 | 0.00 | ≥ 0.95 | ✅ |" in text
     assert "| chunking.size | 200 | 800 |" in text
-    assert "**First relevant rank:** 1 → 3" in text and ANSWERS_800["q01"] in text and ANSWER_200_Q01 in text
+    # both answers as quotes that wrap, the numbers one has and the other lacks in bold (issue 20 §5.8)
+    assert "**First relevant rank:** 1 → 3" in text
+    assert "> Bạn có **30** ngày để đổi trả áo, miễn là hàng còn tem và nhãn." in text
+    assert f"> {ANSWER_200_Q01.replace('7 ngày', '**7** ngày')}" in text
     matches_golden_file("report_blocked", text)
 
 
@@ -210,7 +213,9 @@ def test_model_text_cannot_break_out_of_the_report():
     verdict = verdict_on(before, after, GateConfig())
     text = render_markdown(verdict, before, after, ReportConfig(), title="Gate <b>@team</b>")
     rest, blocks = outside_fences(text)
-    assert NASTY in blocks                                       # the answer verbatim, inside its fence
+    # the answer as a quote that wraps (issue 20 §5.8), escaped like every other untrusted text
+    assert blocks == [] and ("> Xem &lt;/details&gt; ngay @\u200dchannel<br>&#96;&#96;&#96;<br>&lt;script&gt;alert(**1**)"
+                             "&lt;/script&gt;<br>&#96;&#96;&#96;&#96;&#96; &#124; &#96;x&#96;") in rest
     assert "<script" not in rest and "@channel" not in rest and "@here" not in rest and "@team" not in rest
     opened = rest.count("<details>")                            # the case's and the collapsed sections'
     assert opened == rest.count("</details>") and opened == sum(1 for line in rest.splitlines() if line == "</details>")
@@ -307,7 +312,7 @@ def test_control_and_bidi_characters_never_reach_the_comment():
     text = render_markdown(verdict, before, after, ReportConfig(), title="Gate " + HOSTILE)
     assert not RAW_CONTROL.findall(text)
     rest, blocks = outside_fences(text)
-    assert "answer &#92;x1b&#93;0;pwned" not in text and any("answer \\x1b]0;pwned\\x07" in b for b in blocks)
+    assert "> answer &#92;x1b&#93;0;pwned&#92;x07&#92;x1b&#91;2J" in rest and blocks == []
     assert "question &#92;x1b&#93;0;pwned&#92;x07&#92;x1b&#91;2J&#92;x00&#92;x7f&#92;x9bU+202EevilU+2066U+200F" in rest
     assert "**Failing checks:** judge: judge &#92;x1b&#93;0;pwned" in rest
 
