@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import unwrapped
 import yaml
 
 from rageval.config import load_config
@@ -154,6 +155,7 @@ def test_a_run_where_every_case_errored_exits_1_and_the_gate_says_why(northwind,
     assert "ERROR 24 of 24 cases errored (more than run.max_error_rate 0.5)" in err
     assert json.loads((tmp_path / "c.json").read_text(encoding="utf-8"))["summary"]["n_errors"] == 24
     code, out, err = run_cli("gate", broken, "--subset", "pr", "--baseline", base)
+    out = unwrapped(out)                   # the terminal wraps at 80 columns (issue 20 §6)
     assert code == 1
     assert out.startswith("RAG eval gate: blocked — 24 of 24 cases errored: ")
     # the cause, not the symptom: the app's own last words on stderr

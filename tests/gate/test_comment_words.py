@@ -123,3 +123,4 @@ def test_answers_are_quotes_that_wrap_with_the_differing_numbers_in_bold():
     assert quoted("1. first", None) == "> 1&#46; first"
     # a long answer is cut, and the cut's own count is not a number of the answer
     assert quoted("x " * 1_000 + "9", "", limit=10) == "> x x x x x… (1,991 more characters)"
+
