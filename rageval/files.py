@@ -100,7 +100,10 @@ class Reader:
         return value
 
     def strs(self, value: Any, key: str) -> tuple[str, ...]:
-        return tuple(self.str_(v, f"{key}[{i}]") for i, v in enumerate(self.lst(value, key)))  # type: ignore[misc]
+        items = self.lst(value, key)
+        if all(type(v) is str for v in items):      # the common case, without a key per item
+            return tuple(items)
+        return tuple(self.str_(v, f"{key}[{i}]") for i, v in enumerate(items))  # type: ignore[misc]
 
     def numbers(self, value: Any, key: str, *, optional: bool = True,
                 bounds: Callable[[str], tuple[float, float | None]] | None = None) -> dict[str, float | None]:
@@ -113,6 +116,11 @@ class Reader:
 
     def json(self, value: Any, key: str, depth: int = 0) -> Any:
         """Any JSON value, with every number finite; returned as plain dicts and lists."""
+        kind = type(value)
+        if kind is str or kind is bool or value is None or (kind is int and -1e300 < value < 1e300):
+            return value                                                    # most values: at once
+        if kind is list and all(type(v) is str for v in value):
+            return list(value)
         if depth > 64:
             raise self.fail(key, "nested deeper than 64 levels")
         if isinstance(value, Mapping):

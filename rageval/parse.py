@@ -342,20 +342,30 @@ def _compose(loader: Any) -> yaml.Node | None:
     return root
 
 
+_NODES = {yaml.ScalarEvent: yaml.ScalarNode, yaml.SequenceStartEvent: yaml.SequenceNode,
+          yaml.MappingStartEvent: yaml.MappingNode}
+_ENDS = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
+
+
 def _compose_node(loader: Any) -> yaml.Node:
     stack: list[tuple[yaml.Node, list[yaml.Node]]] = []  # open collections, and a mapping's pending key
+    tags: dict[tuple[Any, ...], str] = {}   # an untagged node's tag depends on its kind, value and style alone
+    get_event, resolve = loader.get_event, loader.resolve
     while True:
-        event = loader.get_event()
-        if isinstance(event, yaml.AliasEvent):
+        event = get_event()
+        seen = type(event)
+        if seen is yaml.AliasEvent:
             raise _Refused(MSG_ALIAS, event.start_mark, name=event.anchor)
-        if isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+        if seen in _ENDS:
             node = stack.pop()[0]
             node.end_mark = event.end_mark
         else:
-            kind = {yaml.ScalarEvent: yaml.ScalarNode, yaml.SequenceStartEvent: yaml.SequenceNode,
-                    yaml.MappingStartEvent: yaml.MappingNode}[type(event)]
+            kind = _NODES[seen]
             value = event.value if kind is yaml.ScalarNode else None
-            tag = event.tag if event.tag not in (None, "!") else loader.resolve(kind, value, event.implicit)
+            tag = event.tag
+            if tag is None or tag == "!":
+                known = (kind, value, event.implicit)
+                tag = tags.get(known) or tags.setdefault(known, resolve(kind, value, event.implicit))
             if kind is yaml.ScalarNode:
                 node = yaml.ScalarNode(tag, value, event.start_mark, event.end_mark, style=event.style)
             else:
@@ -366,7 +376,7 @@ def _compose_node(loader: Any) -> yaml.Node:
         if not stack:
             return node
         parent, pending = stack[-1]
-        if isinstance(parent, yaml.SequenceNode):
+        if parent.id == "sequence":
             parent.value.append(node)
         elif pending:
             parent.value.append((pending.pop(), node))
