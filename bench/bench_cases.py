@@ -50,7 +50,6 @@ def measure(project: Path, out: Path, profile: str | None) -> dict:
     """The child: every stage of a run, timed; with ``profile``, under cProfile (written there)."""
     import cProfile
 
-    from rageval.clock import Clock
     from rageval.config import load_config
     from rageval.files import write_json
     from rageval.golden.corpus import load_corpus
@@ -73,8 +72,7 @@ def measure(project: Path, out: Path, profile: str | None) -> dict:
 
     stage("golden", lambda: load_golden(cfg.golden))
     stage("corpus", lambda: load_corpus(cfg.corpus, cfg.root))
-    stage("index", lambda: prepare(cfg, env={}, golden=state["golden"], corpus=state["corpus"],
-                                   clock=Clock(reproducible=True)))
+    stage("index", lambda: prepare(cfg, env={}, golden=state["golden"], corpus=state["corpus"]))
     ev = state["index"]
     search = _timed_search(ev.app.retriever)
     stage("answer", lambda: ev.answer_all(ev.golden.cases))

@@ -196,6 +196,11 @@ def _constant(name: str) -> Any:
     raise _NotFinite(name)
 
 
+#: what a float too large for a double needs: an exponent of three digits or a run of 300 digits
+#: (without either, every float of a text is finite and the checked parse_float is left out)
+_MAYBE_INFINITE = re.compile(r"[eE][+-]?[0-9]{3}|[0-9]{300}")
+
+
 def _float(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
@@ -208,7 +213,8 @@ def load_json(data: bytes | str, where: str, *, error: type[RagevalError], line:
     text = decode(data, where, error=error, line=line)
     _check_json_depth(text, where, error, line)
     try:
-        return json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_float)
+        return json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant,
+                          parse_float=_float if _MAYBE_INFINITE.search(text) else None)
     except json.JSONDecodeError as exc:
         raise error(MSG_JSON.format(where=where, line=exc.lineno + line - 1, problem=exc.msg,
                                     column=exc.colno)) from None
