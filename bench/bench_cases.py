@@ -7,7 +7,7 @@
 The project is bench/synthetic.py's (a golden.yaml, ~150-token sections, one chunk per section at
 chunking.size 200, dense retrieval with the local embedder, the extractive generator, every offline
 check). Each figure is one child process running the stages of `rageval run --out` in order and
-timing each (wall, and CPU of the process and of any worker processes it started):
+timing each (wall seconds, and CPU seconds of the process and its threads):
 
 - golden: the golden.yaml read and checked; corpus: the corpus file read;
 - index: the builtin app built (chunks, embedder fit, vector index);
@@ -50,7 +50,6 @@ def measure(project: Path, out: Path, profile: str | None) -> dict:
     """The child: every stage of a run, timed; with ``profile``, under cProfile (written there)."""
     import cProfile
 
-    from rageval.clock import Clock
     from rageval.config import load_config
     from rageval.files import write_json
     from rageval.golden.corpus import load_corpus
@@ -73,8 +72,7 @@ def measure(project: Path, out: Path, profile: str | None) -> dict:
 
     stage("golden", lambda: load_golden(cfg.golden))
     stage("corpus", lambda: load_corpus(cfg.corpus, cfg.root))
-    stage("index", lambda: prepare(cfg, env={}, golden=state["golden"], corpus=state["corpus"],
-                                   clock=Clock(reproducible=True)))
+    stage("index", lambda: prepare(cfg, env={}, golden=state["golden"], corpus=state["corpus"]))
     ev = state["index"]
     search = _timed_search(ev.app.retriever)
     stage("answer", lambda: ev.answer_all(ev.golden.cases))
@@ -166,9 +164,8 @@ def main(argv: list[str] | None = None) -> int:
         small, big = figures[0], figures[-1]
         for k in ("wall", "cpu"):
             grown = sum(big["stages"][s][f"{k}_s"] - small["stages"][s][f"{k}_s"] for s in PER_CASE)
-            searched = big["stages"]["search"][f"{k}_s"] - small["stages"]["search"][f"{k}_s"]
             n = big["cases"] - small["cases"]
-            print(f"marginal per case ({k}): {1000 * grown / n:.3f} ms, without search {1000 * (grown - searched) / n:.3f} ms")
+            print(f"marginal per case ({k}): {1000 * grown / n:.3f} ms")
     if args.json:
         Path(args.json).write_text(json.dumps({"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                                                            "load": os.getloadavg()[0]}, "figures": figures},

@@ -17,6 +17,7 @@ message (:class:`Reader`), and atomic writes out.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import stat
@@ -70,7 +71,9 @@ class Reader:
             maximum: float | None = None) -> float | None:
         if value is None and optional:
             return None
-        if isinstance(value, bool) or not isinstance(value, int | float) or not finite(value):
+        kind = type(value)
+        if not ((kind is float and math.isfinite(value)) or (kind is int and -1e300 < value < 1e300)) and (
+                isinstance(value, bool) or not isinstance(value, int | float) or not finite(value)):
             raise self._got(key, "a finite number" + (" or null" if optional else ""), value)
         if maximum is not None and not (minimum or 0) <= value <= maximum:
             raise self.fail(key, f"expected a number from {minimum or 0:g} to {maximum:g}, got {value!r}")
@@ -100,7 +103,10 @@ class Reader:
         return value
 
     def strs(self, value: Any, key: str) -> tuple[str, ...]:
-        return tuple(self.str_(v, f"{key}[{i}]") for i, v in enumerate(self.lst(value, key)))  # type: ignore[misc]
+        items = self.lst(value, key)
+        if all(type(v) is str for v in items):      # the common case, without a key per item
+            return tuple(items)
+        return tuple(self.str_(v, f"{key}[{i}]") for i, v in enumerate(items))  # type: ignore[misc]
 
     def numbers(self, value: Any, key: str, *, optional: bool = True,
                 bounds: Callable[[str], tuple[float, float | None]] | None = None) -> dict[str, float | None]:
@@ -113,11 +119,18 @@ class Reader:
 
     def json(self, value: Any, key: str, depth: int = 0) -> Any:
         """Any JSON value, with every number finite; returned as plain dicts and lists."""
+        kind = type(value)
+        if kind is str or kind is bool or value is None or (kind is int and -1e300 < value < 1e300):
+            return value                                                    # most values: at once
+        if kind is list and all(type(v) is str for v in value):
+            return list(value)
         if depth > 64:
             raise self.fail(key, "nested deeper than 64 levels")
-        if isinstance(value, Mapping):
+        if kind is float and math.isfinite(value):
+            return value
+        if kind is dict or isinstance(value, Mapping):
             return {str(k): self.json(v, f"{key}.{k}", depth + 1) for k, v in value.items()}
-        if isinstance(value, list | tuple):
+        if kind is list or isinstance(value, list | tuple):
             return [self.json(v, f"{key}[{i}]", depth + 1) for i, v in enumerate(value)]
         if isinstance(value, int | float) and not isinstance(value, bool) and not finite(value):
             raise self._got(key, "a finite number", value)

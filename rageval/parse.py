@@ -197,6 +197,11 @@ def _constant(name: str) -> Any:
     raise _NotFinite(name)
 
 
+#: what a float too large for a double needs: an exponent of three digits or a run of 300 digits
+#: (without either, every float of a text is finite and the checked parse_float is left out)
+_MAYBE_INFINITE = re.compile(r"[eE][+-]?[0-9]{3}|[0-9]{300}")
+
+
 def _float(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
@@ -209,7 +214,8 @@ def load_json(data: bytes | str, where: str, *, error: type[RagevalError], line:
     text = decode(data, where, error=error, line=line)
     _check_json_depth(text, where, error, line)
     try:
-        return json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_float)
+        return json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant,
+                          parse_float=_float if _MAYBE_INFINITE.search(text) else None)
     except json.JSONDecodeError as exc:
         raise error(MSG_JSON.format(where=where, line=exc.lineno + line - 1, problem=exc.msg,
                                     column=exc.colno)) from None
@@ -343,20 +349,30 @@ def _compose(loader: Any) -> yaml.Node | None:
     return root
 
 
+_NODES = {yaml.ScalarEvent: yaml.ScalarNode, yaml.SequenceStartEvent: yaml.SequenceNode,
+          yaml.MappingStartEvent: yaml.MappingNode}
+_ENDS = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
+
+
 def _compose_node(loader: Any) -> yaml.Node:
     stack: list[tuple[yaml.Node, list[yaml.Node]]] = []  # open collections, and a mapping's pending key
+    tags: dict[tuple[Any, ...], str] = {}   # an untagged node's tag depends on its kind, value and style alone
+    get_event, resolve = loader.get_event, loader.resolve
     while True:
-        event = loader.get_event()
-        if isinstance(event, yaml.AliasEvent):
+        event = get_event()
+        seen = type(event)
+        if seen is yaml.AliasEvent:
             raise _Refused(MSG_ALIAS, event.start_mark, name=event.anchor)
-        if isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+        if seen in _ENDS:
             node = stack.pop()[0]
             node.end_mark = event.end_mark
         else:
-            kind = {yaml.ScalarEvent: yaml.ScalarNode, yaml.SequenceStartEvent: yaml.SequenceNode,
-                    yaml.MappingStartEvent: yaml.MappingNode}[type(event)]
+            kind = _NODES[seen]
             value = event.value if kind is yaml.ScalarNode else None
-            tag = event.tag if event.tag not in (None, "!") else loader.resolve(kind, value, event.implicit)
+            tag = event.tag
+            if tag is None or tag == "!":
+                known = (kind, value, event.implicit)
+                tag = tags.get(known) or tags.setdefault(known, resolve(kind, value, event.implicit))
             if kind is yaml.ScalarNode:
                 node = yaml.ScalarNode(tag, value, event.start_mark, event.end_mark, style=event.style)
             else:
@@ -367,7 +383,7 @@ def _compose_node(loader: Any) -> yaml.Node:
         if not stack:
             return node
         parent, pending = stack[-1]
-        if isinstance(parent, yaml.SequenceNode):
+        if parent.id == "sequence":
             parent.value.append(node)
         elif pending:
             parent.value.append((pending.pop(), node))

@@ -117,9 +117,12 @@ class BootstrapCI(Record):
 
 def paired_bootstrap(before: Sequence[float], after: Sequence[float], *,
                      resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
-                     confidence: float = DEFAULT_CONFIDENCE) -> BootstrapCI | None:
+                     confidence: float = DEFAULT_CONFIDENCE,
+                     draws: dict[tuple[int, int, int], np.ndarray] | None = None) -> BootstrapCI | None:
     """Percentile bootstrap CI of mean(after − before), resampling cases (pairs) with
-    replacement. Seeded: the same inputs give the same interval. None for zero pairs."""
+    replacement. Seeded: the same inputs give the same interval. None for zero pairs. ``draws``:
+    resampled indices already drawn, by (pairs, resamples, seed) — the same seed draws the same
+    indices for every metric of a gate, so they are drawn once."""
     a = np.asarray(before, dtype=float)
     z = np.asarray(after, dtype=float)
     if a.shape != z.shape or a.ndim != 1:
@@ -132,8 +135,11 @@ def paired_bootstrap(before: Sequence[float], after: Sequence[float], *,
     if n == 0:
         return None
     diffs = z - a
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(resamples, n))
+    idx = None if draws is None else draws.get((n, resamples, seed))
+    if idx is None:
+        idx = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+        if draws is not None:
+            draws[(n, resamples, seed)] = idx
     means = diffs[idx].mean(axis=1)
     alpha = 1.0 - confidence
     low, high = np.percentile(means, [100 * alpha / 2, 100 * (1 - alpha / 2)])
@@ -147,9 +153,10 @@ def bootstrap_deltas(baseline: RunResult, candidate: RunResult, metrics: Iterabl
     per-case values (or no common cases) are left out."""
     keep = None if ids is None else list(ids)
     out: dict[str, BootstrapCI] = {}
+    draws: dict[tuple[int, int, int], np.ndarray] = {}
     for metric in metrics:
         before, after = paired_values(baseline, candidate, metric, keep)
-        ci = paired_bootstrap(before, after, resamples=resamples, seed=seed, confidence=confidence)
+        ci = paired_bootstrap(before, after, resamples=resamples, seed=seed, confidence=confidence, draws=draws)
         if ci is not None:
             out[metric] = ci
     return out

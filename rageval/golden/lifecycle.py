@@ -12,6 +12,7 @@ read by :mod:`rageval.golden.history`.
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -369,7 +370,7 @@ def _gram_hits(questions: Sequence[set[tuple[str, ...]]], texts: Sequence[str]) 
     for first in range(0, len(texts), _LEAK_TEXTS):        # a few hundred thousand words at a time
         ids: list[int] = []
         for text in texts[first:first + _LEAK_TEXTS]:
-            ids.extend([index.get(w, -1) for w in folded_words(text)])
+            ids.extend(map(index.get, folded_words(text), itertools.repeat(-1)))
             ids.append(-2)                                  # the end of a text: no 3-gram spans two
         words = np.array(ids, dtype=np.int64)
         ends = words == -2

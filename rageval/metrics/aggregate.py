@@ -60,10 +60,13 @@ def mean(values: Iterable[float | None]) -> float | None:
     return round(sum(kept) / len(kept), 6) if kept else None
 
 
-def summarize_cases(cases: Sequence[CaseResult], metric_names: Sequence[str]) -> Summary:
-    """Counts and summary metrics of ``cases`` (no by-slice part)."""
+def summarize_cases(cases: Sequence[CaseResult], metric_names: Sequence[str],
+                    values: Mapping[str, Sequence[float | None]] | None = None) -> Summary:
+    """Counts and summary metrics of ``cases`` (no by-slice part); ``values``: each metric's value
+    per case of ``cases``, when the caller has them (:func:`summarize` reads them once for every slice)."""
     names = [*metric_names, *(m for m in summary_metric_names() if m not in metric_names)]
-    metrics = {name: mean(case_value(c, name) for c in cases) for name in names}
+    metrics = {name: mean(values[name] if values is not None else (case_value(c, name) for c in cases))
+               for name in names}
     return Summary(n_cases=len(cases), n_passed=sum(1 for c in cases if c.passed is True),
                    n_failed=sum(1 for c in cases if c.passed is False),
                    n_errors=sum(1 for c in cases if c.error), metrics=metrics)
@@ -71,13 +74,18 @@ def summarize_cases(cases: Sequence[CaseResult], metric_names: Sequence[str]) ->
 
 def summarize(cases: Sequence[CaseResult], metric_names: Sequence[str]) -> Summary:
     """The run's Summary: overall and one per slice label (``type=lookup``), labels sorted."""
-    groups: dict[str, list[CaseResult]] = {}
-    for case in cases:
+    groups: dict[str, list[int]] = {}
+    for i, case in enumerate(cases):
         for label in case.slice_labels:
-            groups.setdefault(label, []).append(case)
-    overall = summarize_cases(cases, metric_names)
+            groups.setdefault(label, []).append(i)
+    names = [*metric_names, *(m for m in summary_metric_names() if m not in metric_names)]
+    table = {name: [case_value(c, name) for c in cases] for name in names}     # each case's values, read once
+    overall = summarize_cases(cases, metric_names, table)
+    by_slice = {label: summarize_cases([cases[i] for i in rows], metric_names,
+                                       {name: [column[i] for i in rows] for name, column in table.items()})
+                for label, rows in sorted(groups.items())}
     return Summary(overall.n_cases, overall.n_passed, overall.n_failed, overall.n_errors, overall.metrics,
-                   by_slice={label: summarize_cases(group, metric_names) for label, group in sorted(groups.items())})
+                   by_slice=by_slice)
 
 
 # --- what makes a run say little -----------------------------------------------------------------

@@ -330,8 +330,9 @@ def _added_spellings(added: tuple[Unit, ...], lookup: dict[str, str]) -> tuple[_
 
 def _spelling_at(reader: Reader, j: int, table: tuple[_Spelling, ...]) -> _Spelling | None:
     """The first (so longest) spelling of ``table`` that the tokens at ``j`` spell."""
+    first = reader.tok(j)
     for sp in table:
-        if tuple(reader.toks[j:j + len(sp.words)]) == sp.words:
+        if sp.words[0] == first and tuple(reader.toks[j:j + len(sp.words)]) == sp.words:
             return sp
     return None
 

@@ -129,9 +129,7 @@ class MetricName:
     budget: bool = False
 
     def __str__(self) -> str:
-        if self.k is None:
-            return self.family
-        return f"{self.family}@{self.k}{'tok' if self.budget else ''}"
+        return self.family if self.k is None else f"{self.family}@{self.k}{'tok' if self.budget else ''}"
 
     @property
     def is_retrieval(self) -> bool:
@@ -145,6 +143,7 @@ class Registry:
         self.checks: dict[str, Check] = {}
         self.metrics: dict[str, Metric] = {}
         self.families: dict[str, RetrievalFamily] = {}
+        self._feeders: dict[str, tuple[Check, ...]] = {}     # remembered until a check comes or goes
 
     def _name_free(self, name: str) -> None:
         if name in self.metrics or name in self.families or name in self.checks:
@@ -168,6 +167,7 @@ class Registry:
         for metric in check.feeds:
             self.add_metric(metric)
         self.checks[check.name] = check
+        self._feeders.clear()
         return check
 
     def add_family(self, family: RetrievalFamily) -> RetrievalFamily:
@@ -180,6 +180,7 @@ class Registry:
     def remove(self, name: str) -> None:
         """Forget ``name`` (a check with the metrics only it feeds, a metric, or a family)."""
         check = self.checks.pop(name, None)
+        self._feeders.clear()
         for metric in check.feeds if check else ():
             if not self.feeders(metric.name):
                 self.metrics.pop(metric.name, None)
@@ -188,7 +189,9 @@ class Registry:
 
     def feeders(self, metric: str) -> tuple[Check, ...]:
         """The checks a summary metric is computed from."""
-        return tuple(c for c in self.checks.values() if any(m.name == metric for m in c.feeds))
+        if metric not in self._feeders:
+            self._feeders[metric] = tuple(c for c in self.checks.values() if any(m.name == metric for m in c.feeds))
+        return self._feeders[metric]
 
     def ordered_checks(self) -> list[Check]:
         """The checks the runner makes, in its order: retrieval, rules, model checks."""
@@ -368,12 +371,8 @@ def case_metrics(names: Sequence[str], ranking: retrieval.Ranking, tokens: Seque
 # --- per-case values --------------------------------------------------------------------------
 
 def _rate_of_checks(case: CaseResult, checks: Sequence[Check]) -> float | None:
-    if case.error:
-        return None
-    applied = [s for s in (case.status(c.name) for c in checks) if s in (PASS, FAIL, ERROR)]
-    if not applied:
-        return None
-    return 1.0 if all(s == PASS for s in applied) else 0.0
+    applied = [] if case.error else [s for s in (case.status(c.name) for c in checks) if s in (PASS, FAIL, ERROR)]
+    return (1.0 if all(s == PASS for s in applied) else 0.0) if applied else None
 
 
 def case_value(case: CaseResult, metric: str) -> float | None:
