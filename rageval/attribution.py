@@ -1,17 +1,19 @@
 """Which change broke it: attribute a blocked PR's drops to the knobs it changed, by ablation.
 
-A *knob* is a config key that changes answers (chunking, embedding, retrieval, generation — not
-paths, gate or report settings, nor the cut-offs a run measures at) or one changed corpus file.
-With k ≥ 2 knobs changed, the PR's gated subset is re-run twice per knob — the PR's config with
-that knob reverted to the baseline's value (leave-one-out), and the baseline's config with only
-that knob applied — so at most 2·k extra runs; more than ``attribution.max_knobs`` changed keys are
-grouped by section (every chunking key is one knob …). For each metric that blocked, each knob's
-effect is reported both ways: its Δ alone, and the Δ left when it is reverted. When the effects
-alone do not add up to the whole Δ (beyond the noise band), the knobs interact, and the report
-says so.
+The knobs (``rageval.knobs``): config keys that change answers, files the config points to whose
+content changed (a prompt edited in place), corpus files; at most ``attribution.max_knobs`` (≤ 8),
+grouped past it. With k ≥ 2 knobs, the PR's compared cases are re-run with each knob reverted to the
+baseline (leave-one-out: a file to its content at the baseline's commit) and with each knob alone
+applied to the baseline's config. Every leave-one-out variant is gated like the PR (``gate_variant``)
+so "reverting X alone unblocks the gate" is said only when it did; when none does, pairs of reverts
+are run and gated, the pairs that recover most first, within the same ceiling: at most
+2·``max_knobs`` runs in all. For each metric that blocked, each knob's Δ alone and the Δ left when it
+is reverted; which pairs interact (their joint effect was measured and differs from the sum); and,
+for each pass→fail or new zero-tolerance case, the reverts that make it pass.
 
 The runs use the builtin app (the config drives nothing else) and, unless ``attribution.models``
-is true, only deterministic stages: a pipeline that calls a model is not re-run on its own account.
+is true, only deterministic stages. Their model calls spend from the run's own budget
+(``llm.max_cost_usd``), and what they cost is in the verdict (``attribution.cost``).
 
 The baseline's recorded config is validated like rageval.yml (``recorded_config``) before any value
 of it is put back, and so is every mix of the two configs a run would use (main's chunk size with the
@@ -22,111 +24,39 @@ the gate's verdict stands either way.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import math
+import itertools
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rageval.config import config_from_dict
+from rageval.cost import Cost
 from rageval.errors import ConfigError
 from rageval.gate.ablation import Attribution, Effect, MetricAttribution
-from rageval.gate.decide import config_diff
 from rageval.gate.format import fmt_delta
 from rageval.gate.thresholds import pipeline_of
-from rageval.gate.verdict import ConfigChange, Verdict
+from rageval.gate.verdict import Verdict
 from rageval.golden.corpus import Corpus, load_corpus
-from rageval.golden.history import file_at
+from rageval.knobs import Knob, all_knobs
 from rageval.metrics.judge import JUDGE_PARAMETERS
 from rageval.metrics.registry import case_value
 from rageval.results import RunResult
-from rageval.settings import Config, flatten, new_at_default
+from rageval.settings import Config, flatten
 
-ANSWER_SECTIONS = ("chunking", "embedding", "retrieval", "generation")
-#: keys of those sections that change what is measured or how it is sent, not the answers
-NOT_KNOBS = ("retrieval.k", "retrieval.token_budgets", "embedding.batch_size")
 MIN_INTERACTION = 0.005         # below this, effects are "adding up" even when no noise was measured
 
 Runner = Callable[[Config, Corpus | None], RunResult]
+Gater = Callable[[RunResult], Verdict]
 
 MSG_BASELINE_CONFIG = ("the baseline's recorded config does not validate with this rageval ({problem}); re-create "
                        "the baseline with this version to attribute against it")
+MSG_BUDGET = ("llm.max_cost_usd was reached during the attribution runs ({n} case answers of {runs} runs were not "
+              "made): a variant missing answers says nothing about its knob, so nothing is attributed; raise the cap "
+              "to attribute")
 MSG_MIXED_CONFIG = ("the knobs cannot be tried one at a time, since a mix of the baseline's and the PR's values does "
                     "not validate ({problem})")
-
-
-@dataclass(frozen=True)
-class Knob:
-    """One thing the PR changed: config keys (one key, or a whole section when grouped) or a file."""
-
-    name: str                                # "chunking.size", "chunking", "corpus docs/doi-tra.md"
-    keys: tuple[str, ...] = ()               # the dotted config keys it covers
-    before: Any = None
-    after: Any = None
-    files: Mapping[Path, str] = dataclasses.field(default_factory=dict)  # corpus file -> its text at the baseline
-
-    @property
-    def label(self) -> str:
-        if self.files:
-            return self.name
-        return f"{self.name} {_shown(self.before)}→{_shown(self.after)}"
-
-
-def _shown(value: Any) -> str:
-    if isinstance(value, Mapping):
-        return "{" + ", ".join(f"{k}: {_shown(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_shown(v) for v in value) + "]"
-    return "(absent)" if value is None else str(value)
-
-
-def config_knobs(before: Mapping[str, Any], after: Mapping[str, Any], max_knobs: int) -> list[Knob]:
-    """The answer-changing config keys that differ; grouped by section past ``max_knobs``."""
-    changes = [d for d in config_diff(before, after)
-               if d.key.split(".")[0] in ANSWER_SECTIONS and d.key not in NOT_KNOBS
-               and not new_at_default(d.key, d.before, d.after)]
-    if len(changes) <= max_knobs:
-        return [Knob(d.key, (d.key,), d.before, d.after) for d in changes]
-    sections: dict[str, list[ConfigChange]] = {}
-    for d in changes:
-        sections.setdefault(d.key.split(".")[0], []).append(d)
-    return [Knob(name, tuple(d.key for d in ds), {d.key.split(".", 1)[1]: d.before for d in ds},
-                 {d.key.split(".", 1)[1]: d.after for d in ds}) for name, ds in sections.items()]
-
-
-def corpus_knobs(baseline: RunResult, corpus: Corpus, root: Path) -> tuple[list[Knob], list[str]]:
-    """One knob per corpus file whose sections changed since the baseline, with its text at the
-    baseline's commit; and why a changed file could not be reverted (not in this checkout)."""
-    before = (baseline.corpus or {}).get("sections") or {}
-    after = {s.id: s for s in corpus.sections}
-    changed_docs = {s.document for sid, s in after.items()
-                    if sid not in before or before[sid].get("sha256") != _sha(s.text)}
-    changed_docs |= {b.get("document") for sid, b in before.items() if sid not in after}
-    knobs, missing = [], []
-    for path in corpus.files:
-        if path.stem not in changed_docs:
-            continue
-        old = file_at(path, baseline.git_sha) if baseline.git_sha else "the baseline records no commit"
-        label = f"corpus {_relative(path, root)}"
-        if isinstance(old, str):
-            missing.append(f"{label}: {old}")
-        else:
-            knobs.append(Knob(label, files={path: old.decode("utf-8", errors="replace")}))
-    return knobs, missing
-
-
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _relative(path: Path, root: Path) -> str:
-    try:
-        return path.relative_to(root).as_posix()
-    except ValueError:
-        return path.as_posix()
 
 
 # --- variants ----------------------------------------------------------------------------------
@@ -146,13 +76,28 @@ def _set(record: Any, keys: Sequence[str], value: Any, root: Path) -> Any:
     return dataclasses.replace(record, **{name: value})
 
 
-def reverted(cfg: Config, knobs: Sequence[Knob], baseline_config: Mapping[str, Any]) -> Config:
-    """``cfg`` with the config keys of ``knobs`` set back to the baseline's values."""
+def reverted(cfg: Config, knobs: Sequence[Knob], baseline_config: Mapping[str, Any],
+             files: Mapping[str, Path] | None = None) -> Config:
+    """``cfg`` with the config keys of ``knobs`` set back to the baseline's values; a key whose file
+    was edited in place points to ``files[key]``, the baseline's content written out."""
     flat = flatten(baseline_config)
     for knob in knobs:
         for key in knob.keys:
-            cfg = _set(cfg, key.split("."), flat.get(key), cfg.root)
+            value = str(files[key]) if files and key in knob.contents and key in files else flat.get(key)
+            cfg = _set(cfg, key.split("."), value, cfg.root)
     return cfg
+
+
+def written_out(knobs: Sequence[Knob], workdir: Path) -> dict[str, Path]:
+    """Each edited file's content at the baseline, written under ``workdir`` (its own folder per key,
+    under its own name): key -> path."""
+    out = {}
+    for i, (key, data) in enumerate((k, c) for knob in knobs for k, c in knob.contents.items()):
+        folder = workdir / f"file-{i}"
+        folder.mkdir(parents=True)
+        out[key] = folder / f"{key.rsplit('.', 1)[-1]}.baseline"
+        out[key].write_bytes(data)
+    return out
 
 
 def corpus_with(corpus: Corpus, files: Mapping[Path, str], workdir: Path) -> Corpus:
@@ -211,35 +156,9 @@ def why_not(cfg: Config, baseline: RunResult | None, candidate: RunResult) -> st
     return None
 
 
-def _effects(metric: str, ids: Sequence[str], base: float | None, pr: float | None,
-             runs: Sequence[tuple[Knob, RunResult, RunResult]], band: float) -> MetricAttribution:
-    whole = None if base is None or pr is None else pr - base
-    effects = []
-    for knob, alone, loo in runs:
-        a, left = value_on(alone, metric, ids), value_on(loo, metric, ids)
-        effects.append(Effect(knob.label, None if a is None or base is None else a - base,
-                              None if left is None or base is None else left - base))
-    effects.sort(key=lambda e: e.alone if e.alone is not None else math.inf)
-    total = sum(e.alone for e in effects if e.alone is not None)
-    interaction = None
-    if whole is not None and abs(total - whole) > max(band, MIN_INTERACTION):
-        interaction = (f"the knobs interact: alone their effects add up to {fmt_delta(total)}, together they "
-                       f"make {fmt_delta(whole)}")
-    return MetricAttribution(metric, whole, tuple(effects), interaction)
-
-
-def _knobs(cfg: Config, baseline: RunResult, corpus: Corpus) -> tuple[list[Knob], list[str]]:
-    """Every knob the PR changed (config keys, corpus files), within ``attribution.max_knobs``."""
-    knobs = config_knobs(baseline.config, cfg.to_dict(), cfg.attribution.max_knobs)
-    files, missing = corpus_knobs(baseline, corpus, cfg.root)
-    if len(knobs) + len(files) > cfg.attribution.max_knobs and len(files) > 1:
-        files = [Knob(f"corpus ({len(files)} files)", files={p: t for k in files for p, t in k.files.items()})]
-    return knobs + files, missing
-
-
-def _unmixable(cfg: Config, knobs: Sequence[Knob], baseline: RunResult) -> str | None:
+def _unmixable(cfg: Config, knobs: Sequence[Knob], baseline: RunResult, files: Mapping[str, Path]) -> str | None:
     """Why the runs cannot be made (a config some run needs does not validate), or None: checked for
-    every run before the first one, so none is wasted."""
+    every single-knob run before the first one, so none is wasted."""
     for knob in knobs:
         for back in ([knob], [k for k in knobs if k is not knob]):
             names = [k for b in back for k in b.keys]
@@ -247,27 +166,154 @@ def _unmixable(cfg: Config, knobs: Sequence[Knob], baseline: RunResult) -> str |
                 continue
             label = f"the PR's config with {', '.join(names)} set back to the baseline's"
             try:
-                recorded_config(reverted(cfg, back, baseline.config).to_dict(), cfg.path, label)
+                recorded_config(reverted(cfg, back, baseline.config, files).to_dict(), cfg.path, label)
             except ConfigError as exc:
                 return MSG_MIXED_CONFIG.format(problem=_problem(exc))
     return None
 
 
-def _variant(cfg: Config, reverted_knobs: Sequence[Knob], baseline: RunResult, corpus: Corpus,
-             workdir: Path, run_variant: Runner) -> RunResult:
-    """One extra run: ``cfg`` with these knobs set back to the baseline's."""
-    files = {p: text for k in reverted_knobs for p, text in k.files.items()}
-    variant_corpus = None
-    if files:
-        workdir.mkdir(parents=True)
-        variant_corpus = corpus_with(corpus, files, workdir)
-    return run_variant(reverted(cfg, reverted_knobs, baseline.config), variant_corpus)
+class _Runs:
+    """The variants, each run once: the PR's config with a set of knobs reverted, keyed by the set
+    of names; each single and pair revert gated like the PR. At most ``limit`` runs."""
+
+    def __init__(self, cfg: Config, knobs: Sequence[Knob], baseline: RunResult, candidate: RunResult,
+                 corpus: Corpus, tmp: Path, run_variant: Runner, gate_variant: Gater) -> None:
+        self.cfg, self.knobs, self.baseline, self.candidate, self.corpus = cfg, knobs, baseline, candidate, corpus
+        self.tmp, self.run_variant, self.gate_variant = tmp, run_variant, gate_variant
+        self.files = written_out(knobs, tmp / "files")
+        self.limit = 2 * cfg.attribution.max_knobs
+        self.done: dict[frozenset[str], RunResult] = {}
+        self.passed: dict[frozenset[str], bool] = {}
+
+    def names(self, knobs: Sequence[Knob]) -> frozenset[str]:
+        return frozenset(k.name for k in knobs)
+
+    def run(self, back: Sequence[Knob]) -> RunResult | None:
+        """The PR's config with ``back`` reverted (None: past the ceiling, or every knob: the baseline)."""
+        key = self.names(back)
+        if len(key) == len(self.knobs):
+            return None
+        if not key:
+            return self.candidate
+        if key not in self.done:
+            if len(self.done) >= self.limit:
+                return None
+            self.done[key] = self._make(back)
+        return self.done[key]
+
+    def _make(self, back: Sequence[Knob]) -> RunResult:
+        texts = {p: text for k in back for p, text in k.files.items()}
+        variant_corpus = None
+        if texts:
+            workdir = self.tmp / f"corpus-{len(self.done)}"
+            workdir.mkdir(parents=True)
+            variant_corpus = corpus_with(self.corpus, texts, workdir)
+        return self.run_variant(reverted(self.cfg, back, self.baseline.config, self.files), variant_corpus)
+
+    def gate(self, back: Sequence[Knob]) -> bool | None:
+        """Whether the gate passes with ``back`` reverted (None: not run)."""
+        key = self.names(back)
+        if key not in self.passed:
+            found = self.run(back)
+            if found is None or found is self.candidate:
+                return None
+            self.passed[key] = not self.gate_variant(found).blocked
+        return self.passed[key]
+
+    def value(self, back: frozenset[str], metric: str, ids: Sequence[str]) -> float | None:
+        """``metric`` over ``ids`` with ``back`` reverted, from a run made (every knob: the baseline)."""
+        if len(back) == len(self.knobs):
+            return value_on(self.baseline, metric, ids)
+        run = self.candidate if not back else self.done.get(back)
+        return None if run is None else value_on(run, metric, ids)
+
+
+def _delta(value: float | None, base: float | None) -> float | None:
+    return None if value is None or base is None else value - base
+
+
+def _interactions(metric: str, ids: Sequence[str], runs: _Runs, band: float) -> str | None:
+    """The pairs whose joint effect (measured) differs from the sum of their effects alone."""
+    names = [k.name for k in runs.knobs]
+    labels = {k.name: k.label for k in runs.knobs}
+    base = runs.value(frozenset(names), metric, ids)
+    everything = frozenset(names)
+    out = []
+    for x, y in itertools.combinations(names, 2):
+        one, two = _delta(runs.value(everything - {x}, metric, ids), base), _delta(runs.value(everything - {y}, metric, ids), base)
+        both = _delta(runs.value(everything - {x, y}, metric, ids), base)
+        if one is None or two is None or both is None:
+            continue
+        visible = abs(round(one, 2) + round(two, 2) - round(both, 2)) >= 0.01 - 1e-9
+        if abs(both - one - two) > max(band, MIN_INTERACTION) and visible:
+            out.append(f"{labels[x]} and {labels[y]} interact on {metric}: alone they make {fmt_delta(one)} and "
+                       f"{fmt_delta(two)}, together {fmt_delta(both)}")
+    return "; ".join(out) or None
+
+
+def _effects(metric: str, ids: Sequence[str], runs: _Runs, band: float) -> MetricAttribution:
+    everything = frozenset(k.name for k in runs.knobs)
+    base = runs.value(everything, metric, ids)
+    whole = _delta(runs.value(frozenset(), metric, ids), base)
+    effects = [Effect(k.label, _delta(runs.value(everything - {k.name}, metric, ids), base),
+                      _delta(runs.value(frozenset({k.name}), metric, ids), base)) for k in runs.knobs]
+    effects.sort(key=lambda e: e.alone if e.alone is not None else float("inf"))
+    return MetricAttribution(metric, whole, tuple(effects), _interactions(metric, ids, runs, band))
+
+
+def _pairs(runs: _Runs, metrics: Sequence[str], ids: Sequence[str]) -> list[tuple[Knob, Knob]]:
+    """Every pair of knobs, those whose reverts one at a time recover most of the first metric first."""
+    metric = metrics[0] if metrics else None
+    pr = runs.value(frozenset(), metric, ids) if metric else None
+
+    def recovered(k: Knob) -> float:
+        left = runs.value(frozenset({k.name}), metric, ids) if metric else None
+        return 0.0 if left is None or pr is None else left - pr
+    return sorted(itertools.combinations(runs.knobs, 2), key=lambda p: -(recovered(p[0]) + recovered(p[1])))
+
+
+def _cases(verdict: Verdict, runs: _Runs) -> dict[str, tuple[str, ...]]:
+    """For each pass→fail and new zero-tolerance case, the gated reverts it passes under."""
+    ids = list(dict.fromkeys([*verdict.pass_to_fail, *(r.case for r in verdict.blocking_reasons
+                                                          if r.rule == "zero_tolerance" and r.case)]))
+    labels = {k.name: k.label for k in runs.knobs}
+    out = {}
+    for case_id in ids:
+        fixes = [key for key, run in sorted(runs.done.items(), key=lambda kv: (len(kv[0]), sorted(kv[0])))
+                 if len(key) <= 2 and (case := run.case_map.get(case_id)) is not None and case.passed]
+        singles = [k for k in fixes if len(k) == 1]
+        chosen = singles or [k for k in fixes if len(k) == 2][:1]
+        if chosen:
+            out[case_id] = tuple(" + ".join(labels[n] for n in sorted(k, key=list(labels).index)) for k in chosen)
+    return out
+
+
+def _unblocks(runs: _Runs, metrics: Sequence[str], ids: Sequence[str]) -> tuple[list[tuple[str, ...]], bool]:
+    """The reverts that pass the gate: every single one gated; pairs only when no single does, within
+    the ceiling. And whether every pair was gated."""
+    labels = {k.name: k.label for k in runs.knobs}
+    singles = [k for k in runs.knobs if runs.gate([k])]
+    if singles:
+        return [(k.label,) for k in singles], False
+    if len(runs.knobs) <= 2:
+        return [], False
+    every = True
+    for x, y in _pairs(runs, metrics, ids):
+        passed = runs.gate([x, y])
+        if passed is None:
+            every = False
+            break
+        if passed:
+            return [(labels[x.name], labels[y.name])], False
+    return [], every
 
 
 def attribute(cfg: Config, baseline: RunResult | None, candidate: RunResult, verdict: Verdict, *,
-              corpus: Corpus, compared: Sequence[str], run_variant: Runner) -> Attribution | None:
+              corpus: Corpus, compared: Sequence[str], run_variant: Runner,
+              gate_variant: Gater) -> Attribution | None:
     """Ablation runs for ``verdict`` (see the module docstring); None when attribution is off, or
-    on_block and the PR passed. ``run_variant(config, corpus)`` runs the compared cases."""
+    on_block and the PR passed. ``run_variant(config, corpus)`` runs the compared cases,
+    ``gate_variant(run)`` gates such a run like the PR."""
     mode = cfg.attribution.run
     if mode == "off" or (mode == "on_block" and not verdict.blocked):
         return None
@@ -275,28 +321,32 @@ def attribute(cfg: Config, baseline: RunResult | None, candidate: RunResult, ver
     why = why_not(cfg, baseline, candidate)
     if why or baseline is None:
         return Attribution("not_available", why or "")
-    knobs, missing = _knobs(cfg, baseline, corpus)
+    knobs, missing = all_knobs(cfg, baseline, corpus)
     note = f" ({'; '.join(missing)})" if missing else ""
     if not knobs:
         return Attribution("not_available", "no knob that changes answers differs from the baseline" + note)
     if len(knobs) == 1:
         return Attribution("one_knob", f"only {knobs[0].label} changed, so the drop is its{note}", (knobs[0].label,))
-    unmixable = _unmixable(cfg, knobs, baseline)
-    if unmixable:
-        return Attribution("not_available", unmixable + note)
-    started, done, runs = time.monotonic(), {}, []
+    started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="rageval-attribution-") as tmp:
-
-        def variant(reverted_knobs: list[Knob]) -> RunResult:
-            key = frozenset(k.name for k in reverted_knobs)     # with two knobs, one alone = the other reverted
-            if key not in done:
-                done[key] = _variant(cfg, reverted_knobs, baseline, corpus, Path(tmp) / str(len(done)), run_variant)
-            return done[key]
-
-        for knob in knobs:
-            runs.append((knob, variant([k for k in knobs if k is not knob]), variant([knob])))
-    results = tuple(_effects(m, compared, value_on(baseline, m, compared), value_on(candidate, m, compared), runs,
-                             verdict.noise[m].band if m in verdict.noise else 0.0) for m in metrics)
+        runs = _Runs(cfg, knobs, baseline, candidate, corpus, Path(tmp), run_variant, gate_variant)
+        unmixable = _unmixable(cfg, knobs, baseline, runs.files)
+        if unmixable:
+            return Attribution("not_available", unmixable + note)
+        for knob in knobs:                       # each single revert first: what a reviewer can act on
+            runs.run([knob])
+        unblocks, every = _unblocks(runs, metrics, compared)
+        for knob in knobs:                       # then each knob alone, while the ceiling allows
+            runs.run([k for k in knobs if k is not knob])
+    cost = Cost.total([r.cost for r in runs.done.values()], sum(len(r.cases) for r in runs.done.values()))
+    cost = dataclasses.replace(cost, by_case={}, rerun=None)
+    stopped = sum(1 for r in runs.done.values() for c in r.cases if "budget exceeded" in (c.error or ""))
+    if stopped:
+        return Attribution("not_available", MSG_BUDGET.format(n=stopped, runs=len(runs.done)) + note,
+                           tuple(k.label for k in knobs), runs=len(runs.done), cost=cost,
+                           seconds=round(time.monotonic() - started, 3), model_calls=cost.calls_total)
+    results = tuple(_effects(m, compared, runs, verdict.noise[m].band if m in verdict.noise else 0.0) for m in metrics)
     return Attribution("attributed", note.strip(" ()"), tuple(k.label for k in knobs), results,
-                       runs=len(done), seconds=round(time.monotonic() - started, 3),
-                       model_calls=sum(r.cost.calls_total for r in done.values()))
+                       runs=len(runs.done), seconds=round(time.monotonic() - started, 3),
+                       model_calls=cost.calls_total, unblocks=tuple(unblocks), gated=len(runs.passed),
+                       every_pair=every, cases=_cases(verdict, runs), cost=cost)

@@ -80,6 +80,12 @@ def _shard_arg(p: argparse.ArgumentParser) -> None:
                    help="run only part I of N (the cases whose id hashes to it); join the parts with `rageval merge`")
 
 
+def _reproducible_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--reproducible", action="store_true",
+                   help="leave the clock out: no timings, no latencies, created_at from $SOURCE_DATE_EPOCH (else "
+                   "null), so two runs of the same inputs write the same bytes")
+
+
 def _eval_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("validate", help="check config, golden set and corpus; exit 0 or 2")
     _common(p)
@@ -94,6 +100,7 @@ def _eval_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--app", default=None, metavar="replay:FILE", help="answer from a JSONL trace file instead")
     p.add_argument("--out", default=None, help="write the RunResult JSON here")
     _shard_arg(p)
+    _reproducible_arg(p)
     p.set_defaults(handler="rageval.commands.run:run")
 
     p = sub.add_parser("baseline", help="run the eval N times (noise), write the baseline RunResult")
@@ -103,6 +110,7 @@ def _eval_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--previous", default=None, metavar="FILE", help="the branch's previous baseline RunResult: its "
                    "history and itself are carried into this one (main's trend; report.history entries)")
     _shard_arg(p)
+    _reproducible_arg(p)
     p.set_defaults(handler="rageval.commands.run:baseline")
 
     p = sub.add_parser("merge", help="join the RunResults of a sharded run (--shard I/N) into one")

@@ -13,6 +13,7 @@ between keys (chunking.overlap < chunking.size, judge ≠ generator …) are exp
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shlex
 from dataclasses import MISSING, Field, fields, replace
@@ -366,3 +367,50 @@ def _check_rules(r: _Reader, name: str, s: Any, before: dict[str, Any]) -> None:
         for leak_file in s.leak_files:
             if not leak_file.is_file():
                 raise r.fail(MSG_LEAK_FILE, "golden_checks.leak_files", p=leak_file)
+
+
+# --- the files the config points to ---------------------------------------------------------
+
+#: path keys whose file is no input of a run (where a cache lives), so no knob
+NOT_INPUT_FILES = ("llm.cache_dir",)
+
+
+def _path_keys(cfg: Config) -> list[tuple[str, tuple[Path, ...]]]:
+    """(dotted key, the paths it holds) for every path setting of ``cfg``'s sections, in order."""
+    out = []
+    for name in _SECTIONS:
+        section = getattr(cfg, name)
+        for f in fields(section):
+            kind, value = f.metadata.get("kind"), getattr(section, f.name)
+            if kind == "path" and value is not None:
+                out.append((f"{name}.{f.name}", (value,)))
+            elif kind == "paths" and value:
+                out.append((f"{name}.{f.name}", tuple(value)))
+    return [(k, v) for k, v in out if k not in NOT_INPUT_FILES]
+
+
+def config_files(cfg: Config) -> dict[str, dict[str, str]]:
+    """Every file the config points to (the generation prompt, leak files, a replay's traces …) by
+    its content: ``{dotted key: {path relative to the config's folder: sha256 of the bytes}}``, so an
+    edit in place is a change although the path is the same. A file that cannot be read is left out
+    (validation reports it; the run then fails on it)."""
+    out: dict[str, dict[str, str]] = {}
+    for key, paths in _path_keys(cfg):
+        found = {}
+        for path in paths:
+            try:
+                data = read_bytes(path, error=ConfigError)
+            except ConfigError:
+                continue
+            found[path_label(path, cfg.root)] = hashlib.sha256(data).hexdigest()
+        if found:
+            out[key] = found
+    return out
+
+
+def path_label(path: Path, root: Path) -> str:
+    """``path`` as the resolved config writes it: relative to the config's folder when inside it."""
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return path.as_posix()

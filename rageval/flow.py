@@ -13,7 +13,7 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from rageval import attribution
+from rageval import attribution, knobs
 from rageval.cost import Cost
 from rageval.errors import RagevalError
 from rageval.gate import report, stats, terminal, trend
@@ -24,6 +24,7 @@ from rageval.golden import lifecycle
 from rageval.golden.corpus import Corpus
 from rageval.golden.set import Case, GoldenSet
 from rageval.metrics.aggregate import run_totals
+from rageval.parse import map_strings
 from rageval.pipeline.judging import judge_gate_allowed
 from rageval.pipeline.llm import LLMClient
 from rageval.pipeline.runner import Evaluation, needs_model, prepare
@@ -142,7 +143,8 @@ def main_cases(baseline: RunResult | None, pr: GoldenSet, subset: str | None,
 def gate(cfg: Config, baseline: RunResult | None, *, evaluation: Evaluation | None = None,
          candidate: RunResult | None = None, expected: Sequence[Case] | None = None,
          progress: Progress | None = None, on_rerun: RerunLog | None = None,
-         known_failures: str = "report", full_report: str | None = None) -> GateOutcome:
+         known_failures: str = "report", full_report: str | None = None,
+         links: report.Links | None = None, redact: Callable[[str], str] | None = None) -> GateOutcome:
     """Gate a PR: run ``evaluation`` (or take a finished ``candidate``, which then cannot be
     re-run), decide against ``baseline`` — re-running through the evaluation near a threshold —
     and render the report. ``expected``: the golden cases the candidate must answer (default:
@@ -151,7 +153,8 @@ def gate(cfg: Config, baseline: RunResult | None, *, evaluation: Evaluation | No
     pass→fail and zero tolerance are gated on those (:func:`main_cases`). ``known_failures``: the
     mode's default for ``gate.known_failures``. The re-runs' model calls, made with the cache
     bypassed, are counted apart: ``candidate.cost.rerun`` and ``verdict.reran.cost``.
-    ``full_report``: where the HTML report will be, for the comment's link."""
+    ``full_report``, ``links``: the HTML report's, the job log's, the artifact's and the commits' URLs;
+    ``redact``: applied to every string of the outcome before it is rendered."""
     if (evaluation is None) == (candidate is None):
         raise ValueError("flow.gate needs exactly one of evaluation and candidate")
     rerun = None
@@ -185,16 +188,54 @@ def gate(cfg: Config, baseline: RunResult | None, *, evaluation: Evaluation | No
         notes.append(f"judge_pass is not gated: {why}")
     decision = decide(cfg, baseline, candidate, expected=expected, rerun=rerun, gate_judge=allowed,
                       known_failures=known_failures, own=own, own_expected=own_expected, changed=changed)
-    verdict, candidate = with_attribution(cfg, decision, evaluation), decision.candidate
+    gate_variant = _gating(cfg, baseline, [c for c in expected if c.id in set(decision.compared)], allowed,
+                           known_failures)
+    verdict, candidate = with_attribution(cfg, decision, evaluation, gate_variant), decision.candidate
+    verdict = verdict if baseline is None else knobs.with_file_notes(verdict, knobs.file_changes(cfg, baseline))
     if reruns:
         cost = with_reruns(candidate.cost, reruns)
         candidate = candidate.replace(cost=cost)
         verdict = replace(verdict, reran=replace(verdict.reran, cost=cost.rerun))
-    markdown = report.render_markdown(verdict, decision.baseline, candidate, cfg.report, own=own,
-                                      full_report=full_report)
-    line = terminal.render_summary_line(verdict, title=cfg.report.title)
-    return GateOutcome(verdict, decision.baseline, candidate if own is None else own.replace(cost=Cost.total(
-        [own.cost, candidate.cost], len(own.cases) + len(candidate.cases))), markdown, line, tuple(notes))
+    return _outcome(cfg, redact, verdict, decision.baseline, candidate, own, tuple(notes), full_report, links)
+
+
+def _outcome(cfg: Config, redact: Callable[[str], str] | None, verdict: Verdict, baseline: RunResult | None,
+             candidate: RunResult, own: RunResult | None, notes: tuple[str, ...], full_report: str | None,
+             links: report.Links | None) -> GateOutcome:
+    """The outcome as shown: redacted, then rendered; with main's cases run, the PR's own run is
+    the outcome's candidate and carries both runs' cost."""
+    shown, base, cand, own_shown = _redacted(redact, verdict, baseline, candidate, own)
+    markdown = report.render_markdown(shown, base, cand, cfg.report, own=own_shown, full_report=full_report,
+                                      links=links)
+    if own is not None and own_shown is not None:
+        cand = own_shown.replace(cost=Cost.total([own.cost, candidate.cost], len(own.cases) + len(candidate.cases)))
+    return GateOutcome(shown, base, cand, markdown, terminal.render_summary_line(shown, title=cfg.report.title),
+                       notes)
+
+
+def redacted_run(run: RunResult, redact: Callable[[str], str] | None) -> RunResult:
+    """``run`` with every string through ``redact`` (itself when there is nothing to redact)."""
+    return run if redact is None else RunResult.from_dict(map_strings(run.to_dict(), redact), run.source or "RunResult")
+
+
+def _redacted(redact: Callable[[str], str] | None, verdict: Verdict, *runs: RunResult | None) -> tuple:
+    """The verdict and runs with every string through ``redact``, before anything is rendered or
+    written from them. Redacting the rendered text instead misses a secret the rendering changed — a
+    number inside it set in bold, an underscore escaped, the secret cut at a length limit."""
+    if redact is None:
+        return (verdict, *runs)
+
+    return (Verdict.read(map_strings(verdict.to_dict(), redact)),
+            *(None if r is None else redacted_run(r, redact) for r in runs))
+
+
+def _gating(cfg: Config, baseline: RunResult | None, cases: Sequence[Case], gate_judge: bool,
+            known_failures: str) -> attribution.Gater:
+    """How an attribution run is gated: as the PR was (main's policy, the same judge gating), on the
+    compared cases, without re-runs."""
+    def gate_variant(run: RunResult) -> Verdict:
+        return decide(cfg, baseline, run, expected=cases, gate_judge=gate_judge, known_failures=known_failures).verdict
+    return gate_variant
 
 
 def _sharing(evaluation: Evaluation, variant: Config) -> LLMClient | None:
@@ -208,9 +249,11 @@ def _sharing(evaluation: Evaluation, variant: Config) -> LLMClient | None:
     return LLMClient(variant.llm, env=evaluation.env, spend=shared.spend)
 
 
-def with_attribution(cfg: Config, decision: Decision, evaluation: Evaluation | None) -> Verdict:
+def with_attribution(cfg: Config, decision: Decision, evaluation: Evaluation | None,
+                     gate_variant: attribution.Gater) -> Verdict:
     """The verdict with ``attribution`` (rageval/attribution.py): the ablation runs go through the
-    evaluation's own corpus, subset and environment."""
+    evaluation's own corpus, subset, environment and model budget, and each is gated by
+    ``gate_variant`` as the PR was."""
     verdict = decision.verdict
     if evaluation is None:
         if cfg.attribution.run == "always" or (cfg.attribution.run == "on_block" and verdict.blocked):
@@ -227,5 +270,5 @@ def with_attribution(cfg: Config, decision: Decision, evaluation: Evaluation | N
         return ev.run(case_ids=list(compared))
 
     found = attribution.attribute(cfg, decision.baseline, decision.candidate, verdict, corpus=evaluation.corpus,
-                                  compared=compared, run_variant=run_variant)
+                                  compared=compared, run_variant=run_variant, gate_variant=gate_variant)
     return verdict if found is None else replace(verdict, attribution=found)

@@ -47,6 +47,7 @@ import math
 import os
 import re
 import stat
+from collections.abc import Callable
 from datetime import timezone
 from itertools import accumulate
 from typing import Any
@@ -443,3 +444,12 @@ def retry_after(value: str | None, now: float) -> float | None:
     if when.tzinfo is None:
         when = when.replace(tzinfo=timezone.utc)
     return max(when.timestamp() - now, 0.0)
+
+
+def map_strings(value: Any, fn: Callable[[str], str]) -> Any:
+    """Every string (object keys too) of a JSON value passed through ``fn`` (secrets redacted, say)."""
+    if isinstance(value, dict):
+        return {fn(str(k)): map_strings(v, fn) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [map_strings(v, fn) for v in value]
+    return fn(value) if isinstance(value, str) else value

@@ -230,6 +230,15 @@ def _corpus(value: Any, key: str, r: Reader) -> dict[str, Any]:
     return dict(corpus)
 
 
+def _files(value: Any, key: str, r: Reader) -> dict[str, dict[str, str]]:
+    """``{dotted config key: {path: sha256}}``: the files the config points to, by content."""
+    out = {}
+    for name, paths in r.obj(value, key).items():
+        where = f"{key}.{name}"
+        out[str(name)] = {str(path): str(r.str_(sha, f"{where}.{path}")) for path, sha in r.obj(paths, where).items()}
+    return out
+
+
 @dataclass(frozen=True)
 class HistoryEntry(Record):
     """One earlier baseline of a branch, as the baselines after it carry it (``RunResult.history``,
@@ -300,7 +309,7 @@ class Shard:
 
 RUN_KEYS = ("schema_version", "tool", "created_at", "git_sha", "golden", "corpus", "golden_checks", "app", "config",
             "config_fingerprint", "metric_names", "summary", "chunks", "cases", "repeats", "noise", "flaky", "cost",
-            "timings", "history", "shard")
+            "timings", "history", "shard", "files")
 
 
 RUN_REQUIRED = ("schema_version", "golden", "config", "metric_names", "summary", "cases")
@@ -330,6 +339,8 @@ class RunResult:
     timings: Mapping[str, float] = field(default_factory=dict)
     history: tuple[HistoryEntry, ...] = ()          # earlier baselines of the branch, oldest first
     shard: Shard | None = None                      # a part of a run (`rageval run --shard`), merged by `rageval merge`
+    # the files the config points to, by content: {"generation.prompt": {"prompt.j2": sha256}} (None: not recorded)
+    files: Mapping[str, Mapping[str, str]] | None = None
     source: str = field(default="", compare=False)  # where it was read from (messages only; not written)
 
     #: written without indentation: a machine's file, and a third smaller (rageval.files.write_json)
@@ -365,6 +376,8 @@ class RunResult:
             "cost": self.cost.to_dict(), "timings": dict(self.timings),
             **({} if self.shard is None else {"shard": self.shard.to_dict()}),
         }
+        if self.files is not None:    # written only when recorded: a file without it reads as before
+            out["files"] = {k: dict(v) for k, v in self.files.items()}
         if self.history:          # written only when there is one: a file without it reads as before
             out["history"] = [e.to_dict() for e in self.history]
         return out
@@ -389,7 +402,8 @@ class RunResult:
             seen.add(case.id)
         optional = {"corpus": None if data.get("corpus") is None else _corpus(data["corpus"], "corpus", r),
                     "golden_checks": None if data.get("golden_checks") is None
-                    else r.obj(r.json(data["golden_checks"], "golden_checks"), "golden_checks")}
+                    else r.obj(r.json(data["golden_checks"], "golden_checks"), "golden_checks"),
+                    "files": None if data.get("files") is None else _files(data["files"], "files", r)}
         return cls(
             golden=GoldenInfo.from_dict(data["golden"], "golden", r),
             config=r.obj(r.json(data["config"], "config"), "config"),

@@ -59,6 +59,7 @@ class RetrievalConfig:
     mode: str = setting("dense", "choice", choices=("dense", "bm25", "hybrid"))  # hybrid: reciprocal-rank fusion
     relevance_min: int = setting(1, "posint")                # least grade hit/recall/mrr count (trec_eval -l)
     store_k: int = setting(20, "posint")                     # retrieved items kept per case in the RunResult
+    bm25_words: str = setting("folded", "choice", choices=("folded", "exact", "both"))  # BM25's terms: see lexical.py
 
 
 @dataclass(frozen=True)
@@ -163,7 +164,7 @@ class ReportConfig:
 class AttributionConfig:
     # when a blocked PR's drop is attributed to the knobs it changed, by ablation runs
     run: str = setting("on_block", "choice", choices=("off", "on_block", "always"))
-    max_knobs: int = setting(4, "posint")                    # more changed keys are grouped by section
+    max_knobs: int = setting(4, "posint", bounds=(1, 8))     # knobs past it are grouped; runs ≤ 2·max_knobs
     models: bool = setting(False, "bool")                    # also when model stages must be called
 
 

@@ -1,3 +1,5 @@
+import contextlib
+import io
 import shutil
 import sys
 from collections.abc import Callable, Iterator
@@ -66,3 +68,26 @@ def run_cli(capsys):
         captured = capsys.readouterr()
         return code, captured.out, captured.err
     return run
+
+
+def unwrapped(stdout: str) -> str:
+    """`rageval gate`'s output with its wrapped lines joined back (rageval.gate.terminal wraps at 80
+    columns: a continuation line is indented 4 or more spaces and is no ``↳`` line)."""
+    out: list[str] = []
+    for line in stdout.splitlines():
+        if out and line.startswith("    ") and not line.lstrip().startswith("↳"):
+            out[-1] += " " + line.strip()
+        else:
+            out.append(line)
+    return "\n".join(out) + ("\n" if stdout.endswith("\n") else "")
+
+
+def run_in_process(*argv):
+    """The rageval CLI in-process with its output captured (for module-scoped fixtures, which cannot
+    use capsys): (exit code, stdout, stderr)."""
+    from rageval.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(a) for a in argv])
+    return code, out.getvalue(), err.getvalue()

@@ -12,7 +12,7 @@ import yaml
 from builders import case, run
 from conftest import DEMO, ROOT
 
-from rageval import attribution
+from rageval import attribution, knobs
 from rageval.config import load_config
 from rageval.files import Reader
 from rageval.gate import ablation
@@ -57,18 +57,30 @@ def metric(verdict: dict, name: str) -> ablation.MetricAttribution:
     return found
 
 
-def test_the_seed_incident_names_chunk_size_as_the_cause_of_the_mrr_drop(project, run_cli):
+def effect(found: ablation.MetricAttribution, knob: str) -> ablation.Effect:
+    return next(e for e in found.effects if e.knob.startswith(knob))
+
+
+def test_the_seed_incident_shows_chunk_size_moves_mrr_and_says_no_single_revert_unblocks(project, run_cli):
     code, stdout, verdict = gate(run_cli, project, DEMO / "rageval-800.yml")
     assert code == 1
     mrr = metric(verdict, "mrr@5")
-    assert mrr.cause.knob == "chunking.size 200→800"
-    assert mrr.cause.alone < mrr.whole < 0 and abs(mrr.cause.left_when_reverted) < 0.01
+    size = effect(mrr, "chunking.size")
+    assert size.alone < mrr.whole < 0 and abs(size.left_when_reverted) < 0.01
     assert verdict["attribution"]["knobs"] == ["chunking.size 200→800", "embedding.dim 2048→1024"]
     assert verdict["attribution"]["runs"] == 2 and verdict["attribution"]["model_calls"] == 0
-    assert "↳ mrr@5 −0.04: chunking.size 200→800 causes most of it (−0.06 alone; reverting it leaves 0.00)" in stdout
+    # both single reverts were gated, and both still block (pass_rate and the number rule): so nothing
+    # claims a cause, and the one thing left is said
+    assert verdict["attribution"]["gated"] == 2 and verdict["attribution"]["unblocks"] == []
+    assert "causes most of it" not in stdout
+    assert "attribution: no single revert unblocks the gate: reverting every knob is" in stdout
+    flat = " ".join(stdout.split())
+    assert "↳ mrr@5 −0.04: chunking.size 200→800 −0.06 alone, reverting it leaves 0.00" in flat
     comment = (project / "report.md").read_text(encoding="utf-8")
-    assert "chunking.size 200→800 causes most of it (−0.06 alone; reverting it leaves 0.00)" in comment
-    assert "Attribution: 2 extra runs" in comment and "0 model calls" in comment
+    assert "chunking.size 200→800 −0.06 alone, reverting it leaves 0.00" in comment
+    costs = comment.split("Noise, re-runs, cost and time", 1)[1]
+    assert "Attribution: 2 extra runs" in costs and "0 model calls, 0 tokens, $0.0000" in costs
+    assert "Attribution: 2 extra runs" not in comment.split("Noise, re-runs, cost and time", 1)[0]
 
 
 def test_the_readme_shows_what_the_demo_gate_prints(project, run_cli):
@@ -79,8 +91,10 @@ def test_the_readme_shows_what_the_demo_gate_prints(project, run_cli):
     _, stdout, _ = gate(run_cli, project, DEMO / "rageval-800.yml")
 
     def seconds_out(lines):
-        return [re.sub(r"\(\d+(\.\d+)? s,", "(… s,", line.rstrip()) for line in lines if line.strip()]
+        return [re.sub(r"\(\d+(\.\d+)? s,", "(… s,", line.rstrip()) for line in lines
+                if line.strip() and " written to " not in line]
     assert seconds_out(shown) == seconds_out(stdout.splitlines())
+    assert "  report written to report.md" in shown and f"  report written to {project / 'report.md'}" in stdout
 
 
 def test_when_only_the_embedding_hurts_the_embedding_is_named(project, run_cli):
@@ -88,7 +102,8 @@ def test_when_only_the_embedding_hurts_the_embedding_is_named(project, run_cli):
     code, _, verdict = gate(run_cli, project, config)
     assert code == 1
     mrr = metric(verdict, "mrr@5")
-    assert mrr.whole < -0.1 and mrr.cause.knob == "embedding.dim 2048→16"
+    assert mrr.whole < -0.1 and min(mrr.effects, key=lambda e: e.alone).knob == "embedding.dim 2048→16"
+    assert abs(effect(mrr, "embedding.dim").left_when_reverted) < 0.01
     generation = next(e for e in mrr.effects if e.knob.startswith("generation"))
     assert generation.alone == pytest.approx(0.0, abs=1e-9)      # the answers' length moves no rank
 
@@ -100,7 +115,8 @@ def test_six_changed_knobs_stay_within_the_cap_grouped_by_section(project, run_c
     _, _, verdict = gate(run_cli, project, config)
     found = verdict["attribution"]
     assert found["status"] == "attributed" and len(found["knobs"]) == 4 <= load_config(config).attribution.max_knobs
-    assert sorted(k.split(" ")[0] for k in found["knobs"]) == ["chunking", "embedding", "generation", "retrieval"]
+    assert sorted(found["knobs"]) == ["chunking (2 keys)", "embedding.dim 2048→64", "generation (2 keys)",
+                                      "retrieval.top_k 5→6"]
     assert found["runs"] <= 2 * 4
 
 
@@ -118,20 +134,40 @@ def test_apps_the_config_does_not_drive_say_why_there_is_no_attribution(project,
     assert f"the app is a {app['type']} app" in why and "the config does not drive it" in why
 
 
-def test_knobs_that_only_hurt_together_are_reported_as_interacting():
-    # scripted runs: each knob alone costs nothing, together they drop mrr@5 from 1.0 to 0.5
-    knobs = [attribution.Knob("chunking.size", ("chunking.size",), 200, 800),
-             attribution.Knob("embedding.dim", ("embedding.dim",), 2048, 1024)]
-    def mrr(value: float):
-        return run([case(f"q{i}", metrics={"hit@1": 1.0, "hit@3": 1.0, "recall@3": 1.0, "mrr@5": value})
-                    for i in range(4)])
-    base, together, each_alone = mrr(1.0), mrr(0.5), mrr(1.0)
-    runs = [(knobs[0], each_alone, each_alone), (knobs[1], each_alone, each_alone)]
-    ids = base.case_ids
-    found = attribution._effects("mrr@5", ids, attribution.value_on(base, "mrr@5", ids),
-                                 attribution.value_on(together, "mrr@5", ids), runs, band=0.0)
+class Scripted:
+    """Runs with scripted values: ``values[frozenset of reverted knob names]`` (every knob: the baseline)."""
+
+    def __init__(self, names, values):
+        self.knobs = [knobs.Knob(n, (n,), shown=n) for n in names]
+        self.values = values
+
+    def value(self, back, metric, ids):
+        return self.values.get(back)
+
+
+def test_knobs_that_only_hurt_together_are_reported_as_the_pair_that_interacts():
+    # each knob alone costs nothing, together they drop mrr@5 from 1.0 to 0.5
+    runs = Scripted(["chunking.size", "embedding.dim"], {
+        frozenset(): 0.5, frozenset({"chunking.size"}): 1.0, frozenset({"embedding.dim"}): 1.0,
+        frozenset({"chunking.size", "embedding.dim"}): 1.0})
+    found = attribution._effects("mrr@5", ["q1"], runs, band=0.0)
     assert found.whole == -0.5 and [e.alone for e in found.effects] == [0.0, 0.0]
-    assert found.interaction == "the knobs interact: alone their effects add up to 0.00, together they make −0.50"
+    assert found.interaction == ("chunking.size and embedding.dim interact on mrr@5: alone they make 0.00 and 0.00, "
+                                 "together −0.50")
+
+
+def test_effects_that_add_up_at_two_decimals_are_not_said_to_interact():
+    # alone −0.0749 (−0.07) and −0.0049 (0.00), together −0.07: off by 0.0098 in the numbers, but the
+    # printed ones add up, so saying "interact" would be a rounding artefact
+    runs = Scripted(["a", "b"], {frozenset(): 0.93, frozenset({"a"}): 1.0 - 0.0049, frozenset({"b"}): 1.0 - 0.0749,
+                                 frozenset({"a", "b"}): 1.0})
+    assert attribution._effects("mrr@5", ["q1"], runs, band=0.0).interaction is None
+
+
+def test_a_knob_that_improves_a_metric_says_so():
+    found = ablation.MetricAttribution("mrr@5", -0.05, (ablation.Effect("chunking.size 200→800", -0.09, 0.04),
+                                                        ablation.Effect("embedding.dim 2048→4096", 0.04, -0.09)))
+    assert "embedding.dim 2048→4096 improves mrr@5 by +0.04 alone" in found.lines()
 
 
 def test_config_knobs_leave_out_what_changes_no_answer():
@@ -139,7 +175,7 @@ def test_config_knobs_leave_out_what_changes_no_answer():
               "gate": {"floors": {"mrr@5": 0.8}}, "report": {"title": "a"}}
     after = {"path": "rageval-800.yml", "chunking": {"size": 800}, "retrieval": {"k": [1, 5], "top_k": 5},
              "gate": {"floors": {"mrr@5": 0.9}}, "report": {"title": "b"}}
-    assert [k.name for k in attribution.config_knobs(before, after, 4)] == ["chunking.size"]
+    assert [k.name for k in knobs.config_knobs(before, after, 4)] == ["chunking.size"]
 
 
 def test_an_edited_corpus_file_is_a_knob_reverted_from_the_baselines_commit(tmp_path, run_cli, copy_demo):
@@ -160,8 +196,8 @@ def test_an_edited_corpus_file_is_a_knob_reverted_from_the_baselines_commit(tmp_
     assert "chunking.size 200→800" in verdict["attribution"]["knobs"]
     corpus = load_corpus("docs/*.md", repo)
     baseline = load_result(repo / "baseline.json")
-    knobs, missing = attribution.corpus_knobs(baseline, corpus, repo)
-    assert baseline.git_sha and missing == [] and knobs[0].files[doc] == text
+    found, missing = knobs.corpus_knobs(baseline, corpus, repo)
+    assert baseline.git_sha and missing == [] and found[0].files[doc] == text
 
 
 def test_evaluate_is_unchanged_by_attribution():

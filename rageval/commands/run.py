@@ -7,7 +7,7 @@ import argparse
 from typing import TextIO
 
 from rageval import flow
-from rageval.commands.shared import ProgressPrinter, build_evaluation
+from rageval.commands.shared import ProgressPrinter, build_evaluation, secret_filter
 from rageval.config import load_config
 from rageval.errors import EXIT_BLOCKED, EXIT_OK
 from rageval.files import write_json
@@ -30,7 +30,8 @@ def _errors(result: RunResult, cfg: Config, err: TextIO) -> int:
 def run(args: argparse.Namespace, out: TextIO) -> int:
     cfg = load_config(args.config)
     shard = Shard.parse(args.shard) if args.shard else None
-    result = build_evaluation(cfg, args.subset, args.app, shard).run(progress=ProgressPrinter("rageval run", args.err))
+    ev = build_evaluation(cfg, args.subset, args.app, shard, reproducible=args.reproducible)
+    result = flow.redacted_run(ev.run(progress=ProgressPrinter("rageval run", args.err)), secret_filter(cfg))
     if args.out:
         write_json(args.out, result)
     out.write(terminal.render_run_table(result) + "\n")
@@ -41,10 +42,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
 def baseline(args: argparse.Namespace, out: TextIO) -> int:
     cfg = load_config(args.config)
-    ev = build_evaluation(cfg, args.subset, None, Shard.parse(args.shard) if args.shard else None)
+    ev = build_evaluation(cfg, args.subset, None, Shard.parse(args.shard) if args.shard else None,
+                          reproducible=args.reproducible)
     previous = load_result(args.previous) if args.previous else None
     result = flow.run_repeats(ev, args.repeats, progress=ProgressPrinter("rageval baseline", args.err),
                               previous=previous)
+    result = flow.redacted_run(result, secret_filter(cfg))
     write_json(args.out, result)
     out.write(terminal.render_run_table(result) + "\n" + terminal.render_noise(result) + "\n")
     out.write(f"wrote {args.out}\n")

@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TextIO
 
+from rageval.clock import Clock
 from rageval.pipeline.runner import Evaluation, prepare
 from rageval.results import Shard
 from rageval.settings import Config
@@ -38,11 +39,30 @@ class ProgressPrinter:
             self.last_pct, self.last_time = pct, now
 
 
-def build_evaluation(cfg: Config, subset: str | None, app_spec: str | None, shard: Shard | None = None) -> Evaluation:
-    """The evaluation the CLI runs: the user's own environment is what their app sees."""
-    return prepare(cfg, subset=subset, app_spec=app_spec, env=os.environ, shard=shard)
+def build_evaluation(cfg: Config, subset: str | None, app_spec: str | None, shard: Shard | None = None, *,
+                     reproducible: bool = False) -> Evaluation:
+    """The evaluation the CLI runs: the user's own environment is what their app sees; its
+    SOURCE_DATE_EPOCH, and ``--reproducible``, decide what the clock writes (rageval.clock)."""
+    clock = Clock.from_env(os.environ, reproducible=reproducible)
+    return prepare(cfg, subset=subset, app_spec=app_spec, env=os.environ, shard=shard, clock=clock)
 
 
 def split_list(values: Sequence[str] | None) -> list[str]:
     """``--tags pr,holdout`` and ``--tags pr --tags holdout`` alike."""
     return [v.strip() for value in values or () for v in value.split(",") if v.strip()]
+
+
+def secret_filter(cfg: Config, env: Mapping[str, str] | None = None) -> Callable[[str], str] | None:
+    """What the CLI writes passes through this: the model API key's value (``llm.api_key_env``)
+    replaced by ``***`` — a model that echoes its key, or an app error quoting it, leaves it in no
+    results file, verdict, report or step summary. None when the key is not set."""
+    value = (os.environ if env is None else env).get(cfg.llm.api_key_env, "")
+    if len(value.strip()) < 8:        # nothing, or too short to be a key (and to replace safely)
+        return None
+    pieces = sorted({value, *(line for line in value.splitlines() if len(line.strip()) >= 8)}, key=len, reverse=True)
+
+    def redact(text: str) -> str:
+        for piece in pieces:
+            text = text.replace(piece, "***")
+        return text
+    return redact

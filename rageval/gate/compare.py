@@ -36,7 +36,8 @@ from rageval.settings import GateConfig
 IDENTITY = ("question", "expected_sections", "grades", "expected_answer", "must_include", "must_not_include",
             "out_of_scope")
 
-MSG_NO_BASELINE = "no baseline RunResult; floors and zero-tolerance only (gate.missing_baseline: floors_only)"
+MSG_NO_BASELINE = ("no baseline RunResult was given (`rageval gate --baseline`, or main's baseline artifact in the "
+                   "action); floors and zero-tolerance only (gate.missing_baseline: floors_only)")
 MSG_SIGMA_DETERMINISTIC = " in a deterministic pipeline, whose repeats are identical"
 MSG_SIGMA_ONE_RUN = " from 1 run: one run measures no noise"
 MSG_SIGMA_RUNS = " is not what its {n} recorded runs give ({got})"

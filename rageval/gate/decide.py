@@ -48,10 +48,21 @@ from rageval.results import RunResult
 from rageval.settings import Config, GateConfig, SliceGate, flatten
 
 
-def config_diff(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> list[ConfigChange]:
-    """Dotted keys whose values differ, sorted (absent -> None)."""
+def config_diff(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None,
+                files_before: Mapping[str, Mapping[str, str]] | None = None,
+                files_after: Mapping[str, Mapping[str, str]] | None = None) -> list[ConfigChange]:
+    """Dotted keys whose values differ, sorted (absent -> None); and, when both runs recorded the
+    files their config points to (``RunResult.files``), each key whose paths are the same but whose
+    content is not: "prompt.j2 content changed"."""
     a, b = flatten(before or {}), flatten(after or {})
-    return [ConfigChange(k, a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+    out = [ConfigChange(k, a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+    if files_before is not None and files_after is not None:
+        for key in sorted(set(files_before) & set(files_after)):
+            old, new = files_before[key], files_after[key]
+            if a.get(key) == b.get(key) and old.keys() == new.keys() and dict(old) != dict(new):
+                changed = ", ".join(p for p in new if old[p] != new[p])
+                out.append(ConfigChange(key, a.get(key), b.get(key), note=f"{changed} content changed"))
+    return sorted(out, key=lambda d: d.key)
 
 
 def statistics(baseline: RunResult, candidate: RunResult, cfg: GateConfig, common: list[str]
@@ -152,7 +163,8 @@ def _evaluate(baseline: RunResult | None, candidate: RunResult, cfg: GateConfig,
         verdict=verdict, state=state, comparable=cmp.comparable, reasons=tuple(reasons),
         pass_to_fail=tuple(confirmed.pass_to_fail), fail_to_pass=tuple(per.fail_to_pass), known_failures=tuple(known),
         flaky=tuple(confirmed.flaky), rank_drops=tuple(per.rank_drops),
-        config_diff=tuple(config_diff(baseline.config, candidate.config)) if baseline is not None else (),
+        config_diff=tuple(config_diff(baseline.config, candidate.config, baseline.files, candidate.files))
+        if baseline is not None else (),
         reran=Reruns(tuple(confirmed.rechecked), len(runs) > 1, confirm.rerun_values(runs, checks)),
         stats=Statistics(per.tests.get(None), per.bootstrap),
         metrics=tuple(metric_rows), by_slice=tuple(tables.slice_rows(ctx, runs, checks, reasons)),

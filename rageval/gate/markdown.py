@@ -97,3 +97,32 @@ def fence(text: Any, limit: int | None = ANSWER_MAX_CHARS) -> str:
     longest = max((len(run) for run in re.findall(r"`+", s)), default=0)
     bar = "`" * max(3, longest + 1)
     return f"{bar}text\n{s}\n{bar}"
+
+
+#: an entity escape_md wrote (kept whole), or a number not inside a word or an id (DT-1): 7, 30.000, 12:00
+_NUMBER_RE = re.compile(r"&#?\w+;|(?<![\w\-;&#])(\d(?:[\d.,:]*\d)?)")
+#: what would start a block (heading, list, quote, setext line) at the start of the quoted text
+_BLOCK_START_RE = re.compile(r"^(\d+)([.)])|^([#+\-=>])")
+
+
+def _numbers(text: Any) -> set[str]:
+    return {m.group(1) for m in _NUMBER_RE.finditer(str(text or "")) if m.group(1)}
+
+
+def quoted(text: Any, other: Any = None, limit: int | None = ANSWER_MAX_CHARS) -> str:
+    """An answer as a block quote, which wraps (a code block does not, so the wrong number could sit
+    off screen): escaped like ``escape_md`` (no HTML, no mention, no link, newlines as ``<br>``), with
+    emphasis characters and a block marker at the start escaped too, and in bold each number that
+    ``other`` (the answer it is compared with) does not have."""
+    raw = _lines(text if text is not None else "")
+    more = len(raw) - limit if limit is not None and len(raw) > limit else 0
+    s = escape_md(raw[:limit].rstrip() if more else raw, None)
+    s = s.replace("*", "&#42;").replace("_", "&#95;").replace("~", "&#126;")
+    s = _BLOCK_START_RE.sub(lambda m: f"{m.group(1)}&#{ord(m.group(2))};" if m.group(1)
+                            else f"&#{ord(m.group(3))};", s)
+    theirs = _numbers(other) if other is not None else set()
+
+    def bold(match: re.Match[str]) -> str:
+        number = match.group(1)
+        return f"**{number}**" if number and other is not None and number not in theirs else match.group()
+    return "> " + _NUMBER_RE.sub(bold, s) + (f"… ({more:,} more characters)" if more else "")

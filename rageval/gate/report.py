@@ -14,6 +14,7 @@ to fewer entries, each ending with "…and N more". The header and the tables al
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -22,8 +23,7 @@ from typing import Any
 import jinja2
 
 from rageval.cost import Cost, StageCost
-from rageval.gate import ablation, trend
-from rageval.gate.ablation import Attribution
+from rageval.gate import ablation, advice, trend
 from rageval.gate.cases import KNOWN_SUFFIX
 from rageval.gate.format import fmt, fmt_delta
 from rageval.gate.markdown import (
@@ -33,13 +33,13 @@ from rageval.gate.markdown import (
     TITLE_MAX_CHARS,
     escape_md,
     fence,
+    quoted,
 )
 from rageval.gate.verdict import (
     STATE_RULES,
     ConfigChange,
     MetricRow,
     RankDrop,
-    Reason,
     SliceRow,
     Threshold,
     Verdict,
@@ -92,6 +92,13 @@ def _rank(value: Any) -> str:
     return "not retrieved" if value is None else str(value)
 
 
+def _ranks(row: CaseRow) -> str:
+    """``rank 3 → not retrieved``; an out-of-scope case (nothing to retrieve) says so."""
+    if row.out_of_scope:
+        return "out of scope"
+    return f"{_rank(row.rank_before)} → {_rank(row.rank_after)}"
+
+
 def _value(value: Any) -> str:
     """A config value as compact JSON (strings unquoted), for the config-diff table."""
     if value is None:
@@ -107,7 +114,7 @@ def _environment() -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                              keep_trailing_newline=True)
     env.filters.update(md=escape_md, fence=fence, num=_num, delta=fmt_delta, threshold=_threshold,
-                       status=_status, rank=_rank, value=_value)
+                       status=_status, rank=_rank, value=_value, ranks=_ranks, quote=quoted)
     return env
 
 
@@ -115,6 +122,20 @@ _ENV = _environment()
 
 
 # --- context ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Links:
+    """Where a reader goes next, as the CI host gives them: the job's log, the run's artifacts (the
+    results), and commit pages (``commit`` + a 40-hex sha); each None when unknown."""
+
+    job_log: str | None = None
+    artifacts: str | None = None
+    commit: str | None = None
+
+    def commit_of(self, sha: str | None) -> str | None:
+        """The page of ``sha`` (a recorded commit: linked only when it is 40 hex digits)."""
+        return f"{self.commit}{sha}" if self.commit and sha and re.fullmatch(r"[0-9a-f]{40}", sha) else None
+
 
 @dataclass(frozen=True)
 class Listing:
@@ -214,13 +235,19 @@ def _coverage(coverage: Coverage | None) -> dict[str, Listing] | None:
             "thin": listing(list(coverage.thin_sections), COVERAGE_MAX_ITEMS)}
 
 
+#: the headline of a verdict whose state is not its decision: short, the whole reason is under Why
+STATE_HEADLINES = {"not_comparable": "main's baseline cannot be compared with this PR",
+                   "missing_baseline": "no baseline: floors and zero tolerance only"}
+
+
 def headline(verdict: Verdict) -> str:
-    """The verdict's main reason, and the known failures counted (they never block silently unseen)."""
+    """The verdict's main reason, and the known failures counted (they never block silently unseen).
+    A state (not comparable, no baseline) gets a short headline; its reason is said in full under Why."""
     reason = verdict.main_reason
     if reason is None:
         text = "all gates passed"
     elif reason.rule in STATE_RULES:
-        text = reason.message
+        text = STATE_HEADLINES.get(reason.rule, reason.message)
     else:
         text = f"{reason.message} ({reason.label})"
     n = len(verdict.known_failures)
@@ -251,6 +278,7 @@ class CaseRow:
     rank_before: int | None
     rank_after: int | None
     checks: tuple[str, ...]
+    out_of_scope: bool = False
 
 
 @dataclass(frozen=True)
@@ -262,6 +290,7 @@ class CaseDetail:
     before: str | None
     after: str | None
     missing: bool
+    fixed_by: str | None = None             # the reverts that make it pass (attribution's runs)
 
 
 class _Cases:
@@ -275,7 +304,8 @@ class _Cases:
         b, c = self.base.get(case_id), self.cand.get(case_id)
         shown = c or b
         return CaseRow(case_id, shown.question if shown else None, None if b is None else b.first_relevant_rank,
-                       None if c is None else c.first_relevant_rank, tuple(_failing_checks(c)))
+                       None if c is None else c.first_relevant_rank, tuple(_failing_checks(c)),
+                       bool(shown and shown.out_of_scope))
 
     def detail(self, case_id: str) -> CaseDetail:
         before, after = self.base.get(case_id), self.cand.get(case_id)
@@ -342,7 +372,8 @@ def _case_sections(verdict: Verdict, cases: _Cases, max_cases: int, max_rows: in
     added, added_hidden = _split(verdict.cases_added, cases.cand, cases.base)
     removed, removed_hidden = _split(verdict.cases_removed, cases.cand, cases.base)
     return CaseSections(
-        pass_to_fail=Listing(tuple(cases.detail(i) for i in p2f[:max_cases]), len(p2f) - min(len(p2f), max_cases),
+        pass_to_fail=Listing(tuple(replace(cases.detail(i), fixed_by=ablation.case_lines(verdict.attribution, i))
+                                   for i in p2f[:max_cases]), len(p2f) - min(len(p2f), max_cases),
                              p2f_hidden),
         known=cases.rows(verdict.known_failures, max_rows),
         fail_to_pass=cases.rows(verdict.fail_to_pass, max_rows), flaky=cases.rows(verdict.flaky, max_rows),
@@ -366,30 +397,6 @@ def _judging(candidate: RunResult) -> dict[str, Any]:
     return {"claims": claims, "not_judged": not_judged, "rule_checks": ", ".join(rule_check_names())}
 
 
-def attributed_lines(attribution: Attribution | None, reasons: Sequence[Reason]) -> list[list[str]]:
-    """The attribution lines to show under each of ``reasons``: a blocking reason's metric's lines,
-    under the first reason about that metric only."""
-    out: list[list[str]] = []
-    shown: set[str] = set()
-    for reason in reasons:
-        metric = reason.moved_metric
-        part = attribution.for_metric(metric) if attribution and reason.blocking and metric not in shown else None
-        if part is not None:
-            shown.add(part.metric)
-        out.append(part.lines() if part is not None else [])
-    return out
-
-
-def _attribution(verdict: Verdict) -> dict[str, Any]:
-    """The attribution lines under each blocking reason (by reason message), and the footer."""
-    found = verdict.attribution
-    blocking = verdict.blocking_reasons
-    attributed = {reason.message: lines for reason, lines in zip(blocking, attributed_lines(found, blocking))
-                  if lines}
-    return {"attribution": found, "attributed": attributed,
-            "attribution_footer": ablation.footer(found) if found else ""}
-
-
 def _trend_lines(verdict: Verdict, baseline: RunResult | None, candidate: RunResult,
                  cfg: ReportConfig) -> dict[str, Any]:
     """Main's trend per gated metric (``rageval.gate.trend``), once main has two baselines."""
@@ -408,7 +415,8 @@ def _context(verdict: Verdict, baseline: RunResult | None, candidate: RunResult,
     rerun = candidate.cost.rerun if candidate.cost.rerun is not None else verdict.reran.cost
     return {
         "icon": icon, "outcome": verdict_word, "title": title if title is not None else cfg.title,
-        "headline": headline(verdict), "verdict": verdict, "golden": verdict.golden,
+        "headline": headline(verdict) + advice.more_reasons(verdict), "verdict": verdict, "golden": verdict.golden,
+        "zero_tolerance": advice.zero_tolerance_rows(verdict, candidate),
         "policy_notice": verdict.policy.message if verdict.policy is not None else None,
         "known_blocking": known_blocking(verdict),
         "has_baseline": baseline is not None,
@@ -426,7 +434,7 @@ def _context(verdict: Verdict, baseline: RunResult | None, candidate: RunResult,
         "coverage": _coverage(verdict.golden.coverage),
         "answer_max": ANSWER_MAX_CHARS, "question_max": QUESTION_MAX_CHARS,
         "field_max": FIELD_MAX_CHARS, "title_max": TITLE_MAX_CHARS,
-        **_attribution(verdict),
+        **advice.attribution_context(verdict),
         **_trend_lines(verdict, baseline, candidate, cfg),
     }
 
@@ -444,16 +452,21 @@ def _limited(verdict: Verdict, baseline: RunResult | None, candidate: RunResult,
 
 def render_markdown(verdict: Verdict, baseline: RunResult | None, candidate: RunResult,
                     cfg: ReportConfig, *, title: str | None = None, max_chars: int = DEFAULT_MAX_CHARS,
-                    own: RunResult | None = None, full_report: str | None = None) -> str:
+                    own: RunResult | None = None, full_report: str | None = None,
+                    links: Links | None = None) -> str:
     """The PR comment / step summary for ``verdict``. Its first line is the verdict and its main
     reason; it is at most ``max_chars`` characters (see the module docstring for how). ``own``: the
     PR's own golden set's run, when ``candidate`` ran main's cases (the golden changes are its).
-    ``full_report``: where the HTML report is (a link to the run's artifacts), linked under the table."""
+    ``full_report``: where the HTML report is (a link to the run's artifacts), linked under the table;
+    ``links``: the job log, the results artifact and the commits, linked under the golden set line."""
     if max_chars > GITHUB_COMMENT_LIMIT:
         raise ValueError(f"max_chars {max_chars} exceeds GitHub's comment limit of {GITHUB_COMMENT_LIMIT}")
     template = _ENV.get_template("comment.md.j2")
     cases = _Cases(baseline, candidate)
-    fixed = {**_context(verdict, baseline, candidate, cases, cfg, title), "full_report": full_report}
+    links = links or Links()
+    fixed = {**_context(verdict, baseline, candidate, cases, cfg, title), "full_report": full_report,
+             "links": links, "base_url": links.commit_of(baseline.git_sha if baseline is not None else None),
+             "cand_url": links.commit_of(candidate.git_sha)}
     text = ""
     for max_cases, max_rows, max_reasons in _LIMITS:
         limits = (cfg.max_cases if max_cases is None else min(max_cases, cfg.max_cases), max_rows, max_reasons)

@@ -5,9 +5,13 @@ answers and app errors never carry escape sequences or bidi tricks to a terminal
 
 from __future__ import annotations
 
+import textwrap
+from collections.abc import Sequence
+
 from rageval.gate import ablation
+from rageval.gate.advice import attributed_lines, more_reasons, next_step
 from rageval.gate.markdown import INLINE_MAX_CHARS, SUMMARY_TITLE_MAX, cut, printable
-from rageval.gate.report import attributed_lines, headline, outcome
+from rageval.gate.report import headline, outcome
 from rageval.gate.verdict import Verdict
 from rageval.metrics.aggregate import run_warnings
 from rageval.metrics.registry import is_rate, summary_metric_names
@@ -23,13 +27,10 @@ def render_summary_line(verdict: Verdict, *, title: str = "RAG eval gate") -> st
     _, word = outcome(verdict)
     if len(title) > SUMMARY_TITLE_MAX:       # a long title must not push the verdict out
         title = title[: SUMMARY_TITLE_MAX - 1].rstrip() + "…"
-    line = f"{title}: {word} — {headline(verdict)}"
-    others = len(verdict.blocking_reasons) - 1
-    if others > 0:
-        line += f"; +{others} more reason{'s' if others != 1 else ''}"
-    line = printable(" ".join(line.split()))
-    if len(line) > SUMMARY_LINE_MAX:
-        line = line[: SUMMARY_LINE_MAX - 1].rstrip() + "…"
+    line = printable(" ".join(f"{title}: {word} — {headline(verdict)}{more_reasons(verdict)}".split()))
+    if len(line) > SUMMARY_LINE_MAX:         # cut at a word, never inside one
+        head = line[: SUMMARY_LINE_MAX - 1]
+        line = (head.rsplit(" ", 1)[0] if " " in head[len(title):] else head).rstrip(" ,;:—") + "…"
     return line
 
 
@@ -81,14 +82,34 @@ def render_noise(result: RunResult) -> str:
                      f"flaky cases: {', '.join(result.flaky) or 'none'}")
 
 
-def render_terminal(verdict: Verdict, *, title: str = "RAG eval gate") -> str:
-    """What `rageval gate` prints: the summary line, every reason, and under each blocking metric
-    the knobs the drop was attributed to; each line through :func:`printable`."""
+TERMINAL_WIDTH = 80                 # when the output is not a terminal (a job log, a pipe)
+
+
+def _wrapped(text: str, first: str, rest: str, width: int) -> list[str]:
+    return textwrap.wrap(printable(text), width=max(width, 40), initial_indent=first, subsequent_indent=rest,
+                         break_long_words=False, break_on_hyphens=False) or [first.rstrip()]
+
+
+def render_terminal(verdict: Verdict, *, title: str = "RAG eval gate", width: int = TERMINAL_WIDTH,
+                    written: Sequence[str] = ()) -> str:
+    """What `rageval gate` prints: the summary line, every reason, under each blocking metric the
+    knobs the drop was attributed to (``↳``, indented under the reason), what reverting does, the next
+    step and where the files were written (``written``: "verdict: v.json" …); wrapped at ``width``,
+    each line through :func:`printable`."""
     found = verdict.attribution
-    lines = [render_summary_line(verdict, title=title)]
+    lines = _wrapped(render_summary_line(verdict, title=title), "", "    ", width)
     for reason, attributed in zip(verdict.reasons, attributed_lines(found, verdict.reasons)):
-        lines.append(f"  {'BLOCK' if reason.blocking else 'note '} {reason.message}")
-        lines += [f"        ↳ {line}" for line in attributed]
+        lines += _wrapped(reason.message, f"  {'BLOCK' if reason.blocking else 'note '} ", " " * 8, width)
+        for line in attributed:
+            lines += _wrapped(line, " " * 8 + "↳ ", " " * 10, width)
+    finding = ablation.finding(found) if found is not None else None
+    if finding:
+        lines += _wrapped(f"attribution: {finding}", "  ", "    ", width)
+    step = next_step(verdict)
+    if step:
+        lines += _wrapped(f"next step: {step}", "  ", "    ", width)
     if found is not None:
-        lines.append(f"  {ablation.footer(found)}")
-    return "\n".join(printable(line) for line in lines) + "\n"
+        lines += _wrapped(ablation.footer(found), "  ", "    ", width)
+    for where in written:
+        lines.append(printable(f"  {where}"))       # a path stays on one line, to be copied
+    return "\n".join(lines) + "\n"

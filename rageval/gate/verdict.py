@@ -175,11 +175,17 @@ class RankDrop(Record):
 
 @dataclass(frozen=True)
 class ConfigChange(Record):
-    """A dotted config key whose value differs (None: absent on that side)."""
+    """A dotted config key whose value differs (None: absent on that side); or a file the key points
+    to whose content changed in place (``note``: "prompt.j2 content changed, +3 −1 lines", ``diff``:
+    the unified diff, when the baseline's content was at hand)."""
 
     key: str
     before: Any
     after: Any
+    note: str | None = None
+    diff: str | None = None
+
+    OMIT_NONE = ("note", "diff")              # verdicts before issue 20 have neither
 
 
 @dataclass(frozen=True)

@@ -68,7 +68,6 @@ from rageval.github.context import (
     load_action_config,
     post_comment,
     previous_baseline,
-    redact_json,
 )
 from rageval.github.inputs import (
     ALL_CASES,
@@ -87,6 +86,7 @@ from rageval.github.sandbox import (
 from rageval.github.status import StatusReporter, status_reporter
 from rageval.github.workflow import Console, Progress, append_text, write_output
 from rageval.golden.set import load_golden
+from rageval.parse import map_strings
 from rageval.pipeline.runner import Evaluation, prepare
 from rageval.results import RunResult, load_result
 from rageval.settings import Config, ReportConfig
@@ -104,7 +104,7 @@ def _finish(ctx: ActionContext, *, verdict: str, markdown: str, result: RunResul
     results_rel = ctx.inputs.results_path
     report_rel, html_rel = _report_path(results_rel), _report_path(results_rel, ".html")
     markdown = ctx.console.redact(markdown)   # a secret a model echoed stays out of every file
-    data = redact_json(result.to_dict(), ctx.console.redact)
+    data = map_strings(result.to_dict(), ctx.console.redact)
     # as write_json writes it; never through a link (the checkout is the pull request's: rageval.files)
     write_text(ctx.path(results_rel), to_json(data, compact=result.compact_json), links=False)
     write_text(ctx.path(report_rel), markdown, links=False)
@@ -143,7 +143,7 @@ def _decide(ctx: ActionContext, cfg: Config, ev: Evaluation, subset: str | None)
     with ctx.console.group(f"rageval {ctx.mode}: {n} cases{f' (subset {subset})' if subset else ''}"):
         outcome = flow.gate(cfg, baseline, evaluation=ev, progress=Progress(ctx.console, f"rageval {ctx.mode}"),
                             known_failures=known_failures_default(ctx.mode, ctx.event.name),
-                            full_report=ctx.report_url(),
+                            full_report=ctx.report_url(), links=ctx.links(), redact=ctx.console.redact,
                             on_rerun=lambda ids: ctx.console.log(
                                 f"re-running {'all cases' if ids is None else ', '.join(ids)} with caches bypassed"))
     for note in outcome.notes:
@@ -240,7 +240,8 @@ def _run_merge(ctx: ActionContext) -> int:
     ctx.comment_key = comment_key(ctx.inputs.config)
     ctx.comment_enabled = ctx.inputs.comment and ctx.event.pr_number is not None
     outcome = flow.gate(cfg, baseline_for(ctx, cfg), candidate=merged, expected=golden.subset(subset).cases,
-                        known_failures=known_failures_default("verify", ctx.event.name), full_report=ctx.report_url())
+                        known_failures=known_failures_default("verify", ctx.event.name), full_report=ctx.report_url(),
+                        links=ctx.links(), redact=ctx.console.redact)
     return _report(ctx, outcome, cfg)
 
 

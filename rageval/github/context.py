@@ -14,6 +14,7 @@ from typing import Any
 
 from rageval.config import load_config
 from rageval.errors import ActionInputError, BaselineError, GithubError
+from rageval.gate.report import Links
 from rageval.github.baseline import fetch_baseline
 from rageval.github.comment import ACTIONS_BOT, MAX_COMMENT_CHARS, comment_marker, upsert_comment
 from rageval.github.inputs import ALL_CASES, DEFAULT_GATE_SUBSET, Event, Inputs
@@ -70,7 +71,7 @@ MSG_NO_HISTORY = ("Main's trend starts again with this baseline: the previous ba
                   "not be read ({error}). The baseline job needs `permissions: actions: read` to read it.")
 FULL_REPORT = ("\n📊 **[Full report]({url})**: every case, its retrieved chunks and checks, and main's trend (an HTML "
                "file in this run's artifacts).\n")
-ERROR_BODY = ("### ⚠️ {title}: the evaluation did not finish\n\n```\n{message}\n```\n\n"
+ERROR_BODY = ("### 🛑 {title}: the evaluation did not finish\n\n```\n{message}\n```\n\n"
               "Exit code {code}; see the job log{link}.\n")
 
 
@@ -117,6 +118,12 @@ class ActionContext:
         url = self.run_url()
         return f"{url}#artifacts" if url else None
 
+    def links(self) -> Links:
+        """The comment's links: the job log, the results artifact (the run's artifacts), commit pages."""
+        server, repo = self.env.get("GITHUB_SERVER_URL"), self.env.get("GITHUB_REPOSITORY")
+        url = self.run_url()
+        return Links(url, f"{url}#artifacts" if url else None, f"{server}/{repo}/commit/" if server and repo else None)
+
     def link(self) -> str:
         url = self.run_url()
         return f" ([job log]({url}))" if url else ""
@@ -136,13 +143,6 @@ class ActionContext:
         return app_env(self.env, home=self.app_home)
 
 
-def redact_json(value: Any, redact: Callable[[str], str]) -> Any:
-    """Every string (keys too) of a JSON value passed through ``redact``."""
-    if isinstance(value, dict):
-        return {redact(str(k)): redact_json(v, redact) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [redact_json(v, redact) for v in value]
-    return redact(value) if isinstance(value, str) else value
 
 
 def load_action_config(ctx: ActionContext) -> Config:

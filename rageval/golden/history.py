@@ -7,6 +7,7 @@ environment: the caller passes the pull request's base branch in.
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,6 +18,8 @@ from rageval.golden.set import GoldenSet, parse_golden
 
 GIT_TIMEOUT_S = 10
 GIT_HISTORY_COMMITS = 50        # how far back `validate` and `golden add` look for ids used before
+#: a commit as a RunResult records it: a full sha, nothing git could read as an option or a range
+COMMIT_SHA = re.compile(r"[0-9a-f]{40}")
 
 
 def default_git_ref(base_branch: str | None) -> str:
@@ -42,19 +45,25 @@ def _in_repo(path: Path) -> tuple[Path, str] | str:
     if top.returncode != 0:
         return f"{path.parent} is not in a git work tree"
     root = Path(top.stdout.decode().strip()).resolve()
+    if not path.is_relative_to(root):
+        return f"{path} is outside the git work tree {root}"
     return root, path.relative_to(root).as_posix()
 
 
-def file_at(path: Path, rev: str) -> bytes | str:
-    """``path``'s content as committed at ``rev``: the bytes, or why they cannot be had (git
-    missing, not a work tree, a shallow checkout without ``rev``, the file absent there)."""
+def file_at(path: Path, sha: str) -> bytes | str:
+    """``path``'s content as committed at ``sha`` (a full 40-hex commit id, as a RunResult records
+    it): the bytes, or why they cannot be had (not a commit id, git missing, not a work tree, a
+    shallow checkout without ``sha``, the file absent there). ``sha`` comes from a results file, so
+    anything but 40 hex digits is refused before git sees it (``--output=…`` would be an option)."""
+    if not isinstance(sha, str) or not COMMIT_SHA.fullmatch(sha):
+        return f"the recorded commit {str(sha)[:60]!r} is not a 40-hex commit id"
     where = _in_repo(path)
     if isinstance(where, str):
         return where
     root, rel = where
-    shown = _git(["show", f"{rev}:{rel}"], root)
+    shown = _git(["show", f"{sha}:{rel}", "--"], root)
     if shown is None or shown.returncode != 0:
-        return f"{rel} is not available at {rev[:12]} in this checkout"
+        return f"{rel} is not available at {sha[:12]} in this checkout"
     return shown.stdout
 
 

@@ -8,6 +8,7 @@ from the unit after it. Nothing here does I/O.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from dataclasses import dataclass
@@ -76,6 +77,14 @@ class Reader:
 
     def __init__(self, toks: list[str]) -> None:
         self.toks = toks
+        # where a mention can start (digits, a word a number starts with, a "$" sign): the scan skips
+        # from one to the next, since every other token fails at once
+        self.starts = [i for i, t in enumerate(toks) if t[0].isdecimal() or t in _FIRST_WORDS or t == "$"]
+
+    def after(self, j: int) -> int:
+        """The first start at ``j`` or later (the end of the tokens when there is none)."""
+        k = bisect.bisect_left(self.starts, j)
+        return self.starts[k] if k < len(self.starts) else len(self.toks)
 
     def tok(self, j: int) -> str | None:
         return self.toks[j] if 0 <= j < len(self.toks) else None

@@ -384,17 +384,19 @@ def _money_unit(reader: Reader, j: int, number: Number) -> _Match | None:
 
 def _scan(text: str, added: tuple[_Spelling, ...] = ()) -> list[Quantity]:
     table = tuple(sorted(added + _UNITS_BY_LENGTH, key=lambda sp: -len(sp.words))) if added else _UNITS_BY_LENGTH
-    toks = _tokens(text)
-    source, spans = _written(text)
+    reader = Reader(_tokens(text))
+    if not reader.starts:
+        return []
+    toks, written = reader.toks, functools.cache(lambda: _written(text))    # read when a first mention is cut
 
     def cut(first: int, end: int) -> str:          # tokens first .. end-1, as written
+        source, spans = written()
         return " ".join(source[spans[first][0]:spans[end - 1][1]].split())
 
-    reader = Reader(toks)
     found: list[Quantity] = []
     pending: list[tuple[Decimal, int, int]] = []   # "3" in "3-5 ngày": waits for the unit of the range
     start = 0                            # first token of the mention (of the range, if any)
-    i = 0
+    i = reader.after(0)
     while i < len(toks):
         if toks[i] == "$" and i + 1 < len(toks) and toks[i + 1][0].isdecimal():
             value = parse_digits(toks[i + 1])
@@ -407,7 +409,7 @@ def _scan(text: str, added: tuple[_Spelling, ...] = ()) -> list[Quantity]:
                 continue
         number = reader.number(i)
         if number is None:
-            pending, i = [], i + 1
+            pending, i = [], reader.after(i + 1)
             continue
         match = _unit_after(reader, number, table)
         if match is None:
@@ -418,7 +420,7 @@ def _scan(text: str, added: tuple[_Spelling, ...] = ()) -> list[Quantity]:
                 pending.append((number.value, i, number.end))
                 i = number.end + 1
             else:
-                pending, i = [], i + 1
+                pending, i = [], reader.after(i + 1)
             continue
         previous = reader.tok((start if pending else i) - 1)
         if not (previous in _DATE_CONTEXT and match.unit in _DATE_CONTEXT[previous]):

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -61,52 +60,79 @@ def _words(text: str, stop: frozenset[str] = _STOP) -> list[str]:
     return [w for w in folded_words(text) if w not in stop]
 
 
+#: a sentence as the extractive generator reads it: its section heading, where it sits in its chunk's
+#: text (start, end) and its folded content words in order
+Sentence = tuple[str, int, int, tuple[str, ...]]
+
+#: chunks whose sentences an extractive generator keeps at least (an app sizes it to its index)
+CACHE_MIN = 2048
+
+
 class ExtractiveGenerator:
     """Copies the context sentences that best cover the question's words.
 
     Every sum over a set of terms is :func:`math.fsum` (exact, so independent of the set's
     iteration order and hence of ``PYTHONHASHSEED``); ties are broken by position. A chunk's
-    sentences and their terms are read once, not once per case that retrieves it
-    (:func:`_chunk_sentences` remembers the last 2,048 chunks: a corpus of a few thousand sections
-    fits, and the memory stays bounded — ~20 KB a chunk).
+    sentences are split and their words folded once per generator, not once per case that
+    retrieves the chunk: the generator keeps them for up to ``cache_size`` chunks (the builtin app
+    passes its chunk count, so every chunk is read at most once), as words and offsets — a few
+    hundred bytes a sentence — and matches a question's terms against them on the fly.
     """
 
     deterministic = True
 
-    def __init__(self, max_sentences: int = 2, min_coverage: float = 0.2, language: str = "vi") -> None:
+    def __init__(self, max_sentences: int = 2, min_coverage: float = 0.2, language: str = "vi",
+                 cache_size: int = CACHE_MIN) -> None:
         self.max_sentences, self.min_coverage = max_sentences, min_coverage
         self.decline, self.stop = DECLINES[language], STOP_WORDS[language]
         self.name = f"extractive:{max_sentences}"
+        self.cache_size = max(cache_size, CACHE_MIN)
+        self._read: dict[tuple[str, tuple[str, ...]], tuple[Sentence, ...]] = {}
+
+    def sentences_of(self, chunk: Retrieved) -> tuple[Sentence, ...]:
+        """The chunk's sentences, read once (a full cache is emptied, not grown: memory stays bounded)."""
+        key = (chunk.text, tuple(chunk.sections))
+        found = self._read.get(key)
+        if found is None:
+            if len(self._read) >= self.cache_size:
+                self._read.clear()
+            found = self._read[key] = _chunk_sentences(chunk.text, key[1], self.stop)
+        return found
 
     def generate(self, question: str, chunks: Sequence[Retrieved], *, case_id: str, fresh: bool = False) -> Generated:
-        candidates: list[tuple[int, str, frozenset[str]]] = []
-        origin: list[str] = []  # chunk index + section heading each sentence came from
-        for ci, chunk in enumerate(chunks):
-            for heading, sent, terms in _chunk_sentences(chunk.text, tuple(chunk.sections), self.stop):
-                candidates.append((len(candidates), sent, terms))
-                origin.append(f"{ci}:{heading}")
         q_terms = _terms(question, self.stop)
-        if not candidates or not q_terms:
+        if not q_terms:
+            return Generated(self.decline)
+        # a bigram "a_b" of the question can only follow a word that is its text before an underscore
+        heads = frozenset(t[:i] for t in q_terms for i, ch in enumerate(t) if ch == "_")
+        candidates: list[tuple[int, frozenset[str]]] = []   # (chunk index, the question's terms it holds)
+        places: list[tuple[str, int, int]] = []             # (section heading, start, end) in that chunk
+        for ci, chunk in enumerate(chunks):
+            for heading, start, end, words in self.sentences_of(chunk):
+                candidates.append((ci, _matched(words, q_terms, heads)))
+                places.append((heading, start, end))
+        if not candidates:
             return Generated(self.decline)
         df: dict[str, int] = {}
-        for _, _, terms in candidates:
-            for t in terms & q_terms:
+        for _, held in candidates:
+            for t in held:
                 df[t] = df.get(t, 0) + 1
         n = len(candidates)
         idf = {t: math.log(1 + n / max(df.get(t, 1), 1)) for t in q_terms}  # unseen words weigh as the rarest seen
         unigrams = frozenset(t for t in q_terms if "_" not in t)
         total = math.fsum(idf[t] for t in unigrams) or 1.0
         # coverage: IDF share of the question's words a sentence contains; bigrams break ties.
-        scored = sorted(((math.fsum(idf[t] for t in terms & unigrams) / total,
-                          math.fsum(idf[t] for t in terms & q_terms), -pos, sent)
-                         for pos, sent, terms in candidates), reverse=True)
+        scored = sorted(((math.fsum(idf[t] for t in held & unigrams) / total, math.fsum(idf[t] for t in held), -pos)
+                         for pos, (_, held) in enumerate(candidates)), reverse=True)
         if scored[0][0] < self.min_coverage:
             return Generated(self.decline)
         # Further sentences come from the best sentence's own section: one passage answers.
-        home = origin[-scored[0][2]]
-        best = [s for s in scored if origin[-s[2]] == home and s[0] >= self.min_coverage][: self.max_sentences]
-        best.sort(key=lambda s: -s[2])
-        return Generated(" ".join(s[3] for s in best))
+        home = (candidates[-scored[0][2]][0], places[-scored[0][2]][0])
+        best = [-s[2] for s in scored
+                if (candidates[-s[2]][0], places[-s[2]][0]) == home and s[0] >= self.min_coverage][: self.max_sentences]
+        best.sort()
+        text = chunks[home[0]].text
+        return Generated(" ".join(text[places[p][1]:places[p][2]] for p in best))
 
 
 def _terms(text: str, stop: frozenset[str] = _STOP) -> frozenset[str]:
@@ -115,15 +141,24 @@ def _terms(text: str, stop: frozenset[str] = _STOP) -> frozenset[str]:
     return frozenset(words).union(f"{a}_{b}" for a, b in zip(words, words[1:], strict=False))
 
 
-@functools.lru_cache(maxsize=2048)
-def _chunk_sentences(text: str, sections: tuple[str, ...] = (), stop: frozenset[str] = _STOP
-                     ) -> tuple[tuple[str, str, frozenset[str]], ...]:
-    """(section heading, sentence, terms) of each sentence of a chunk text, in order. Heading
-    lines — a line that starts with the id of one of the chunk's ``sections`` ("DT-1 Thời hạn") —
-    name the section of the sentences below them and are not sentences; a paragraph that only
-    looks like one ("Same-day delivery is …") is text."""
+def _matched(words: tuple[str, ...], q_terms: frozenset[str], heads: frozenset[str]) -> frozenset[str]:
+    """``_terms`` of the sentence whose content words are ``words``, intersected with ``q_terms``,
+    without building the sentence's pairs unless one could be a term of the question."""
+    held = q_terms.intersection(words)
+    if heads.isdisjoint(words):
+        return held
+    pairs = {f"{a}_{b}" for a, b in zip(words, words[1:]) if a in heads}
+    return held | q_terms.intersection(pairs) if pairs else held
+
+
+def _chunk_sentences(text: str, sections: tuple[str, ...] = (), stop: frozenset[str] = _STOP) -> tuple[Sentence, ...]:
+    """(section heading, start, end, content words) of each sentence of a chunk text, in order;
+    ``text[start:end]`` is the sentence. Heading lines — a line that starts with the id of one of
+    the chunk's ``sections`` ("DT-1 Thời hạn") — name the section of the sentences below them and
+    are not sentences; a paragraph that only looks like one ("Same-day delivery is …") is text."""
     out = []
     section = ""
+    at = 0
     for line in text.splitlines():
         first = line.strip().split(" ", 1)[0]
         heading = first in sections
@@ -131,7 +166,10 @@ def _chunk_sentences(text: str, sections: tuple[str, ...] = (), stop: frozenset[
             section = first
         if not line.strip() or heading:
             continue
-        out.extend((section, sent, _terms(sent, stop)) for sent in sentences(line.lstrip("-*• ").strip()))
+        for sent in sentences(line.lstrip("-*• ").strip()):
+            start = text.find(sent, at)          # in order: found at or after the previous one's end
+            at = start + len(sent)
+            out.append((section, start, at, tuple(_words(sent, stop))))
     return tuple(out)
 
 

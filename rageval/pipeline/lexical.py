@@ -26,6 +26,7 @@ import array
 import itertools
 import re
 import threading
+import unicodedata
 from collections.abc import Sequence
 
 import numpy as np
@@ -33,7 +34,7 @@ import numpy as np
 from rageval.pipeline.hits import Hits, top_of
 from rageval.text import fold
 
-__all__ = ["RRF_DEPTH", "RRF_K", "BM25Index", "Vocabulary", "Words", "fuse", "fuse_hits"]
+__all__ = ["RRF_DEPTH", "RRF_K", "WORD_FORMS", "BM25Index", "Vocabulary", "Words", "fuse", "fuse_hits"]
 
 K1 = 1.5
 B = 0.75
@@ -44,6 +45,26 @@ _MEMO_LIMIT = 500_000        # distinct tokens remembered before the memo starts
 _WORD = re.compile(r"\w+")  # a word: as rageval.text.folded_words finds them in the folded text
 _SCORES_PER_BATCH = 1 << 20     # (query, chunk) scores held at once (8 MB); a query's postings are gathered alone
 _WEIGHT_STEP = 1 << 20       # postings weighed per step at build time
+_FOLDED_FIELD = "~"          # "both": a folded word's term, apart from the same letters written exactly
+
+
+def _folded(token: str) -> list[str]:
+    return _WORD.findall(fold(token))
+
+
+def _exact(token: str) -> list[str]:
+    return _WORD.findall(unicodedata.normalize("NFC", token.casefold()))
+
+
+def _both(token: str) -> list[str]:
+    return _exact(token) + [_FOLDED_FIELD + w for w in _folded(token)]
+
+
+#: retrieval.bm25_words -> a token's terms. ``folded``: lower case without diacritics ("Trả" and "tra"
+#: meet; so do "trả" (return) and "trà" (tea)); ``exact``: lower case as written (NFC); ``both``: the
+#: exact words and the folded words as two fields of one index, so a diacritic-exact match scores
+#: in both and a customer's unaccented query still meets the text.
+WORD_FORMS = {"folded": _folded, "exact": _exact, "both": _both}
 
 
 class Words:
@@ -78,7 +99,9 @@ class Vocabulary:
     look-up per token.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, form: str = "folded") -> None:
+        self.form = form
+        self._terms = WORD_FORMS[form]
         self.words: list[str] = []                 # index -> word, in the order first seen
         self._index: dict[str, int] = {}
         self._memo: dict[str, tuple[int, ...]] = {}
@@ -88,11 +111,11 @@ class Vocabulary:
         return len(self.words)
 
     def _token(self, token: str) -> tuple[int, ...]:
-        """The indices of a new token's words (:func:`rageval.text.folded_words` of the token: the
-        word runs of its folded form), remembered."""
+        """The indices of a new token's words (by default :func:`rageval.text.folded_words` of the
+        token: the word runs of its folded form; see :data:`WORD_FORMS`), remembered."""
         index, words = self._index, self.words
         ids = []
-        for word in _WORD.findall(fold(token)):
+        for word in self._terms(token):
             i = index.get(word)
             if i is None:
                 i = index[word] = len(words)
@@ -131,11 +154,13 @@ class BM25Index:
     deterministic = True
 
     def __init__(self, texts: Sequence[str], ids: Sequence[str], *, vocabulary: Vocabulary | None = None,
-                 words: Words | None = None) -> None:
+                 words: Words | None = None, form: str = "folded") -> None:
         if len(texts) != len(ids):
             raise ValueError(f"BM25Index: {len(texts)} texts but {len(ids)} ids")
         self.ids: tuple[str, ...] = tuple(ids)
-        self.vocabulary = vocabulary if vocabulary is not None else Vocabulary()   # an empty one is falsy
+        self.vocabulary = vocabulary if vocabulary is not None else Vocabulary(form)   # an empty one is falsy
+        if self.vocabulary.form != form:
+            raise ValueError(f"BM25Index: a {self.vocabulary.form} vocabulary for {form} words")
         if words is None:
             words = self.vocabulary.read(list(texts))
         n = len(words)

@@ -14,12 +14,13 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from rageval import __version__
+from rageval.clock import Clock
+from rageval.config import config_files
 from rageval.cost import Cost, Usage
 from rageval.errors import RagevalError
 from rageval.golden import lifecycle
@@ -57,6 +58,7 @@ class Evaluation:
     index_seconds: float = 0.0
     env: Mapping[str, str] = field(default_factory=dict)     # what the model client and the app may see
     shard: Shard | None = None                               # run only this shard's cases (--shard i/N)
+    clock: Clock = field(default_factory=Clock)              # created_at, timings, latencies (rageval.clock)
 
     @cached_property
     def golden_audit(self) -> dict[str, Any]:
@@ -115,7 +117,8 @@ class Evaluation:
             except Exception as exc:  # noqa: BLE001 - the user's app failing is a per-case error
                 trace = Trace(case.id, error=f"{type(exc).__name__}: {exc}")
             result = score_case(case, trace, self.corpus, self.cfg, self.judge, fresh=fresh, holders=self.holders)
-            return result if result.retrieved is None else result.replace(retrieved=result.retrieved[:store_k])
+            return result.replace(retrieved=None if result.retrieved is None else result.retrieved[:store_k],
+                                  latency_ms=self.clock.latency(result.latency_ms))
 
         out: list[CaseResult] = []
         # threads only help an app that waits (a model, a service); an in-process deterministic
@@ -190,7 +193,7 @@ def needs_model(cfg: Config) -> bool:
 def prepare(cfg: Config, *, env: Mapping[str, str], subset: str | None = None, app_spec: str | None = None,
             client: LLMClient | None = None, judge: CaseJudge | None = None, corpus: Corpus | None = None,
             golden: GoldenSet | None = None, sections_checked: bool = False,
-            shard: Shard | None = None) -> Evaluation:
+            shard: Shard | None = None, clock: Clock | None = None) -> Evaluation:
     """Load the golden set and corpus (unless ``golden`` / ``corpus`` are given: the whole set and
     corpus ``cfg`` names, already loaded), check them against each other, build the model client
     (only when a stage needs one), the judge and the App. ``env`` is the environment the model
@@ -209,7 +212,7 @@ def prepare(cfg: Config, *, env: Mapping[str, str], subset: str | None = None, a
                            else None)
     app = make_app(cfg, corpus, app_spec, client, env)
     return Evaluation(cfg, chosen, subset, corpus, app, client, judge or CaseJudge(),
-                      getattr(app, "index_seconds", 0.0), dict(env), shard)
+                      getattr(app, "index_seconds", 0.0), dict(env), shard, clock or Clock())
 
 
 #: app.type -> how that App is made from the config (the builtin one also needs the corpus and model client)
@@ -300,7 +303,7 @@ def build_result(ev: Evaluation, cases: list[CaseResult], timings: dict[str, flo
     config["judge"].update(JUDGE_PARAMETERS)     # the evaluator's identity: rageval.metrics.judge.judge_signature
     return RunResult(
         tool={"name": "rageval", "version": __version__},
-        created_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        created_at=ev.clock.created_at(),
         git_sha=git_sha(ev.cfg.root),
         golden=GoldenInfo(**golden, n_total=len(ev.golden.full.cases), cases=ev.snapshots[0]),
         corpus={"sections": ev.snapshots[1]},
@@ -314,8 +317,9 @@ def build_result(ev: Evaluation, cases: list[CaseResult], timings: dict[str, flo
         summary=summarize(cases, names),
         cases=tuple(cases),
         cost=cost,
-        timings=timings,
+        timings=ev.clock.timings(timings),
         shard=ev.shard,
+        files=config_files(ev.cfg),
     )
 
 

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import DEMO
+from conftest import DEMO, unwrapped
 
 QUESTION = "Áo khoác mua online mặc chật thì đổi size trong bao nhiêu ngày?"
 
@@ -35,7 +35,7 @@ def gate(run_cli, demo, *extra, config="rageval-800.yml", out=None):
     code, stdout, err = run_cli("gate", "--config", demo["project"] / config, "--subset", "pr",
                                 "--baseline", demo["baseline"], "--out", out, *extra)
     verdict = json.loads(out.read_text(encoding="utf-8")) if code in (0, 1) else None
-    return code, stdout, err, verdict
+    return code, unwrapped(stdout), err, verdict
 
 
 def blocking(verdict) -> list[str]:
@@ -194,8 +194,10 @@ def test_not_comparable_is_said_in_the_title_and_blocks_unless_main_says_pass(de
     code, stdout, _, verdict = gate(run_cli, {**demo, "baseline": old, "project": project}, config="rageval.yml",
                                     out=tmp_path / "v.json")
     assert (code, verdict["state"]) == (1, "not_comparable")
-    assert stdout.startswith("RAG eval gate: blocked (not comparable) — the baseline is another project's (golden "
-                             "set 'another-team-faq', not 'banhang-returns')")
+    # one short headline (issue 20 §5.6); the reason in full on the next line
+    assert stdout.startswith("RAG eval gate: blocked (not comparable) — main's baseline cannot be compared with this "
+                             "PR\n  BLOCK the baseline is another project's (golden set 'another-team-faq', not "
+                             "'banhang-returns')")
     assert verdict["reasons"][0]["message"] == (
         "the baseline is another project's (golden set 'another-team-faq', not 'banhang-returns'): gate against a "
         "baseline of 'banhang-returns' from this repository's main")
@@ -213,4 +215,5 @@ def test_not_comparable_is_said_in_the_title_and_blocks_unless_main_says_pass(de
     code, stdout, _, verdict = gate(run_cli, {**demo, "baseline": old, "project": project}, config="rageval.yml",
                                     out=tmp_path / "v3.json")
     assert (code, verdict["state"]) == (0, "not_comparable")
-    assert stdout.startswith("RAG eval gate: passed (not comparable) — the baseline is another project's")
+    assert stdout.startswith("RAG eval gate: passed (not comparable) — main's baseline cannot be compared with this PR")
+    assert "  note  the baseline is another project's" in stdout

@@ -31,7 +31,7 @@ def test_seed_incident_is_blocked_with_the_articles_reasons(seed_project, run_cl
     report = report_path.read_text(encoding="utf-8")
     assert report.splitlines()[0].startswith("### ") and "blocked" in report.splitlines()[0]
     assert "mrr@5 0.63 &lt; 0.85" in report or "mrr@5 0.63 < 0.85" in report
-    assert "Bạn có 30 ngày để đổi trả áo" in report and "1 → 3" in report
+    assert "Bạn có **30** ngày để đổi trả áo" in report and "1 → 3" in report
     assert "blocked" in stdout
 
 
@@ -199,3 +199,37 @@ def test_an_unwritable_step_summary_is_exit_2_naming_it_never_a_pass(seed_projec
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "gone" / "summary.md"))
     code, _, stderr = run_cli("gate", "--config", seed_project["chunk-200"])
     assert code == 2 and "summary.md: could not append to the runner's file" in stderr
+
+
+def test_the_model_key_an_answer_echoes_is_in_no_file_the_cli_writes(seed_project, run_cli, tmp_path, monkeypatch):
+    """A replayed answer quoting the API key (a model that echoes what its prompt or tools held): the
+    key is redacted before anything is rendered — its digits are a number the baseline's answer
+    lacks, which the report's quote would set in bold ("sk_live_%**2024**…"), and its underscores are
+    escaped, so redacting the rendered text would miss it."""
+    key = "sk_live_Echoed2024Secret"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    folder = seed_project["chunk-800"].parent
+    lines = (folder / "chunk-800.jsonl").read_text(encoding="utf-8").splitlines()
+    traces = [json.loads(line) for line in lines]
+    for t in traces:
+        t["answer"] = f"Mã {key}. " + t["answer"]
+    (folder / "chunk-800.jsonl").write_text("".join(json.dumps(t, ensure_ascii=False) + "\n" for t in traces),
+                                            encoding="utf-8")
+    base, cand = tmp_path / "baseline.json", tmp_path / "candidate.json"
+    assert run_cli("baseline", "--config", seed_project["chunk-200"], "--out", base)[0] == 0
+    code, out, err = run_cli("run", "--config", seed_project["chunk-800"], "--out", cand)
+    assert code == 0
+    written = {name: tmp_path / name for name in ("verdict.json", "report.md", "junit.xml", "report.html")}
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    code, gate_out, gate_err = run_cli("gate", "--config", seed_project["chunk-800"], "--baseline", base,
+                                       "--candidate", cand, "--out", written["verdict.json"],
+                                       "--report-md", written["report.md"], "--junit", written["junit.xml"],
+                                       "--html", written["report.html"])
+    assert code == 1
+    report = written["report.md"].read_text(encoding="utf-8")
+    assert "Mã &#42;&#42;&#42;. Bạn có **30** ngày" in report          # redacted, then quoted and marked
+    assert json.loads(cand.read_text(encoding="utf-8"))["cases"]
+    for text in (*(p.read_text(encoding="utf-8") for p in (cand, summary, *written.values())),
+                 out, err, gate_out, gate_err):
+        assert key not in text and "Echoed" not in text

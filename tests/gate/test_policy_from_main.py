@@ -16,6 +16,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import unwrapped
 import yaml
 
 from rageval.cli import main as cli_main
@@ -46,7 +47,7 @@ def gate(run_cli, config: Path, baseline: Path, out: Path, *extra: str) -> tuple
     code, stdout, stderr = run_cli("gate", "--config", config, "--baseline", baseline, "--out", out,
                                    "--report-md", comment, *extra)
     assert code in (0, 1), stderr
-    return code, stdout, json.loads(out.read_text(encoding="utf-8")), comment.read_text(encoding="utf-8")
+    return code, unwrapped(stdout), json.loads(out.read_text(encoding="utf-8")), comment.read_text(encoding="utf-8")
 
 
 def with_config(path: Path, name: str, change) -> Path:

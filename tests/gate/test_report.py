@@ -101,11 +101,15 @@ def test_blocked_report_matches_golden_file():
     before, after = chunk200(), chunk800()
     verdict = verdict_on(before, after, SEED_GATE)
     text = render_markdown(verdict, before, after, ReportConfig())
-    assert text.splitlines()[0] == "### ❌ RAG eval gate: blocked — mrr@5 0.63 < 0.85 (floor)"
+    # the verdict line names one reason and counts the others, as the terminal does (issue 20 §5.1)
+    assert text.splitlines()[0] == "### ❌ RAG eval gate: blocked — mrr@5 0.63 < 0.85 (floor); +2 more reasons"
     assert "| mrr@5 | 0.90 | 0.63 | −0.27 | ≥ 0.85 | ❌ |" in text
     assert "| hit@3 | 1.00 | 1.00 | 0.00 | ≥ 0.95 | ✅ |" in text
     assert "| chunking.size | 200 | 800 |" in text
-    assert "**First relevant rank:** 1 → 3" in text and ANSWERS_800["q01"] in text and ANSWER_200_Q01 in text
+    # both answers as quotes that wrap, the numbers one has and the other lacks in bold (issue 20 §5.8)
+    assert "**First relevant rank:** 1 → 3" in text
+    assert "> Bạn có **30** ngày để đổi trả áo, miễn là hàng còn tem và nhãn." in text
+    assert f"> {ANSWER_200_Q01.replace('7 ngày', '**7** ngày')}" in text
     matches_golden_file("report_blocked", text)
 
 
@@ -139,10 +143,10 @@ def test_not_comparable_report_matches_golden_file():
     verdict = verdict_on(before, after, GateConfig(floors={"hit@3": 0.95, "mrr@5": 0.85}, max_drop={"mrr@5": 0.0},
                                                    not_comparable="pass"))
     text = render_markdown(verdict, before, after, ReportConfig())
-    assert text.splitlines()[0] == (
-        "### ⚠️ RAG eval gate: passed (not comparable) — only 3 of the PR's 5 cases are unchanged since the baseline "
-        "(golden set v2 → v3: 2 changed); at least 10 are needed to compare (gate.min_common_cases 10, and half of "
-        "the PR's cases), so only floors and zero-tolerance apply")
+    # one short headline (issue 20 §5.6); the reason in full under Why, once
+    assert text.splitlines()[0] == ("### ⚠️ RAG eval gate: passed (not comparable) — main's baseline cannot be "
+                                    "compared with this PR")
+    assert text.count("only 3 of the PR's 5 cases are unchanged since the baseline") == 1
     assert "v3 (sha256 `9f86d081884c`), baseline v2 — not comparable: floors and zero-tolerance only" in text
     matches_golden_file("report_not_comparable", text)
 
@@ -158,7 +162,7 @@ def test_500_failing_cases_fit_a_github_comment_and_keep_header_and_tables():
     verdict = verdict_on(before, after, GateConfig(floors={"mrr@5": 0.85, "pass_rate": 0.9}, zero_tolerance=("numbers",)))
     text = render_markdown(verdict, before, after, ReportConfig(max_cases=25))
     assert len(text) < GITHUB_COMMENT_LIMIT
-    assert text.startswith("### ❌ RAG eval gate: blocked — mrr@5 0.25 < 0.85 (floor)\n")
+    assert text.startswith("### ❌ RAG eval gate: blocked — mrr@5 0.25 < 0.85 (floor); +501 more reasons\n")
     for table in ("| Gated metric | Threshold | Baseline | PR | Δ | Status |",
                   "| Metric | Baseline | PR | Δ | Threshold | Status |", "<summary>By slice", "| type=t6 |",
                   "<summary>Config changes", "| chunking.size | 200 | 800 |", "**Cost and time:**"):
@@ -209,7 +213,9 @@ def test_model_text_cannot_break_out_of_the_report():
     verdict = verdict_on(before, after, GateConfig())
     text = render_markdown(verdict, before, after, ReportConfig(), title="Gate <b>@team</b>")
     rest, blocks = outside_fences(text)
-    assert NASTY in blocks                                       # the answer verbatim, inside its fence
+    # the answer as a quote that wraps (issue 20 §5.8), escaped like every other untrusted text
+    assert blocks == [] and ("> Xem &lt;/details&gt; ngay @\u200dchannel<br>&#96;&#96;&#96;<br>&lt;script&gt;alert(**1**)"
+                             "&lt;/script&gt;<br>&#96;&#96;&#96;&#96;&#96; &#124; &#96;x&#96;") in rest
     assert "<script" not in rest and "@channel" not in rest and "@here" not in rest and "@team" not in rest
     opened = rest.count("<details>")                            # the case's and the collapsed sections'
     assert opened == rest.count("</details>") and opened == sum(1 for line in rest.splitlines() if line == "</details>")
@@ -234,13 +240,19 @@ def test_holdout_cases_show_counts_never_text():
 
 # --- summary line and filters ----------------------------------------------------------------
 
+def long_reason_words(verdict) -> set[str]:
+    return {w for r in verdict.reasons for w in r.message.split()} | {"blocked", "—", "(not", "comparable)"}
+
+
 def test_summary_line():
     before, after = chunk200(), chunk800()
     verdict = verdict_on(before, after, SEED_GATE)
     assert render_summary_line(verdict) == "RAG eval gate: blocked — mrr@5 0.63 < 0.85 (floor); +2 more reasons"
     assert render_summary_line(verdict_on(before, before, SEED_GATE)) == "RAG eval gate: passed — all gates passed"
-    long = render_summary_line(verdict_on(None, after, GateConfig(zero_tolerance=("numbers",))), title="x" * 200)
-    assert len(long) == 140 and long.endswith("…") and "\n" not in long
+    alone = verdict_on(None, after, GateConfig(zero_tolerance=("numbers",)))
+    long = render_summary_line(alone, title="x" * 200)
+    assert len(long) <= 140 and long.endswith("…") and "\n" not in long
+    assert long[:-1].split()[-1] in long_reason_words(alone)        # cut at a word, never inside one
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -300,7 +312,7 @@ def test_control_and_bidi_characters_never_reach_the_comment():
     text = render_markdown(verdict, before, after, ReportConfig(), title="Gate " + HOSTILE)
     assert not RAW_CONTROL.findall(text)
     rest, blocks = outside_fences(text)
-    assert "answer &#92;x1b&#93;0;pwned" not in text and any("answer \\x1b]0;pwned\\x07" in b for b in blocks)
+    assert "> answer &#92;x1b&#93;0;pwned&#92;x07&#92;x1b&#91;2J" in rest and blocks == []
     assert "question &#92;x1b&#93;0;pwned&#92;x07&#92;x1b&#91;2J&#92;x00&#92;x7f&#92;x9bU+202EevilU+2066U+200F" in rest
     assert "**Failing checks:** judge: judge &#92;x1b&#93;0;pwned" in rest
 
@@ -346,7 +358,7 @@ def test_a_huge_title_cannot_cut_off_the_verdict():
     verdict = verdict_on(before, after, SEED_GATE)
     text = render_markdown(verdict, before, after, ReportConfig(title="T" * 100_000))
     assert text.splitlines()[0] == ("### ❌ " + "T" * 200 + "… (99,800 more characters): blocked — "
-                                    "mrr@5 0.63 < 0.85 (floor)")
+                                    "mrr@5 0.63 < 0.85 (floor); +2 more reasons")
     assert len(text) < GITHUB_COMMENT_LIMIT and "| mrr@5 | 0.90 | 0.63 |" in text
     line = render_summary_line(verdict, title="T" * 100_000)
     assert line == "T" * 59 + "…: blocked — mrr@5 0.63 < 0.85 (floor); +2 more reasons"
@@ -411,5 +423,5 @@ def test_the_demo_incidents_comment_renders_with_its_attribution_on_the_first_sc
     run_cli("gate", "--config", demo / "rageval-800.yml", "--subset", "pr", "--baseline", base,
             "--report-md", tmp_path / "report.md")
     first = "".join(rendered((tmp_path / "report.md").read_text(encoding="utf-8")).first_screen)
-    assert "mrr@5 dropped 0.91 → 0.87" in first and "chunking.size 200→800 causes most of it" in first
+    assert "mrr@5 dropped 0.91 → 0.87" in first and "chunking.size 200→800 −0.06 alone, reverting it leaves 0.00" in first
     assert "| chunking.size |" not in first            # the config table is collapsed

@@ -157,9 +157,11 @@ def test_a_secret_the_model_echoes_reaches_no_comment_report_or_file(tmp_path):
         run = run_action(env)
         bodies = [r.json["body"] for r in gh.requests if r.json and "body" in r.json]
     assert run.code == 1, run.out[-2000:]
-    assert bodies and "***" in bodies[-1]   # the report quotes the answers, redacted
+    # the report quotes the answers, redacted before they are marked up: the key's "25" is a number the
+    # baseline's answer lacks, which the quote sets in bold — redacting after that missed "%**25**"
+    assert bodies and "Mã của tôi là &#42;&#42;&#42;." in bodies[-1]
     results = run.file("out/pr.json")
     assert "***" in results and json.loads(results)["cases"]
     for text in (*bodies, run.file("out/pr.md"), results, run.summary, "\n".join(run.runner.shown)):
-        assert key not in text
+        assert key not in text and "ECHOED" not in text and "SECRET" not in text
     assert key in run.runner.masks

@@ -335,7 +335,7 @@ def test_command_bad_line_is_one_case_error(tmp_path, special, fragment, restart
         app.close()
     assert first.answer.startswith("ok q01 ") and after.answer.startswith("ok q03 ") and after.error is None
     assert fragment in bad.error and bad.answer is None, bad.error
-    assert elapsed < 2.5
+    assert elapsed < 10     # bounded by the 1 s timeout (the hostile app would take 30 s); slack for a loaded machine
     assert (first.answer.split()[2] != after.answer.split()[2]) is restarted   # a new process after a cut line
 
 
@@ -346,7 +346,7 @@ def test_command_that_never_reads_its_input_times_out(tmp_path):
         trace = app.answer(Case("q01", "câu hỏi dài " * 200_000))    # 2.6 MB: more than a pipe holds
     finally:
         app.close()
-    assert time.monotonic() - started < 2.5
+    assert time.monotonic() - started < 10      # not the app's 30 s
     assert trace.error.endswith("did not read the request within 1 s (app.timeout_s)")
 
 

@@ -5,8 +5,9 @@ whatever the process's hash seed.
   policy match those the engine computed before it was made fast (made with :func:`capture` on
   main at commit 3a91833: tests/data/engine-reference/builtin-results.json): retrieved chunks and
   scores, first relevant ranks, metrics, answers, verdicts.
-- `rageval run` on the demo under two PYTHONHASHSEED values writes the same RunResult, byte for
-  byte once the clock (created_at, timings, latencies) is left out.
+- `rageval run --reproducible` on the demo under two PYTHONHASHSEED values writes the same
+  RunResult, byte for byte (the clock left out: created_at from SOURCE_DATE_EPOCH, no timings,
+  no latencies).
 - The extractive generator breaks exact ties by position, never by set iteration order.
 """
 
@@ -64,34 +65,30 @@ def test_seed_incident_builtin_results_are_those_of_the_engine_before(reference,
     assert capture(cfg) == reference[f"seed/builtin-{size}"]
 
 
-# --- hash seeds ----------------------------------------------------------------------------
-
-def _without_clock(value):
-    """The RunResult with what the clock decides left out."""
-    if isinstance(value, dict):
-        return {k: _without_clock(v) for k, v in value.items()
-                if k not in ("created_at", "timings", "latency_ms")}
-    if isinstance(value, list):
-        return [_without_clock(v) for v in value]
-    return value
-
+# --- hash seeds and clocks -------------------------------------------------------------------
 
 def test_demo_run_is_byte_identical_under_two_hash_seeds(tmp_path):
+    """Two `rageval run --reproducible` of the demo, under different hash seeds and working
+    folders, with SOURCE_DATE_EPOCH set: the two files are the same bytes, as they are written."""
     procs = []
     for seed in ("1", "2"):
-        out = tmp_path / f"seed-{seed}.json"
-        env = {**os.environ, "PYTHONHASHSEED": seed}
+        out, cwd = tmp_path / f"seed-{seed}.json", tmp_path / f"cwd-{seed}"
+        cwd.mkdir()
+        env = {**os.environ, "PYTHONHASHSEED": seed, "SOURCE_DATE_EPOCH": "1764547200"}
         procs.append((out, subprocess.Popen(
             [sys.executable, "-m", "rageval", "run", "--config", str(ROOT / "examples/banhang/rageval.yml"),
-             "--out", str(out)], env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)))
-    dumps = []
+             "--out", str(out), "--reproducible"], env=env, cwd=cwd, stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE)))
+    files = []
     for out, proc in procs:
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err.decode()
-        data = _without_clock(json.loads(out.read_text(encoding="utf-8")))
-        dumps.append(json.dumps(data, ensure_ascii=False, sort_keys=True).encode())
-    assert len(json.loads(dumps[0])["cases"]) == 123
-    assert dumps[0] == dumps[1]
+        files.append(out.read_bytes())
+    data = json.loads(files[0])
+    assert len(data["cases"]) == 123
+    assert data["created_at"] == "2025-12-01T00:00:00Z"       # date -u -d @1764547200
+    assert data["timings"] == {} and {c["latency_ms"] for c in data["cases"]} == {None}
+    assert files[0] == files[1]
 
 
 # --- ties in the extractive generator --------------------------------------------------------

@@ -26,7 +26,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from rageval.gate import ablation
+from rageval.gate import ablation, advice
 from rageval.gate import report as comment
 from rageval.gate.format import fmt, fmt_delta
 from rageval.gate.page import charts
@@ -125,7 +125,7 @@ def _filters(data: dict[str, Any]) -> dict[str, list[str]]:
 
 
 def _reasons(verdict: Verdict, shown: set[str]) -> list[dict[str, Any]]:
-    lines = comment.attributed_lines(verdict.attribution, verdict.reasons)
+    lines = advice.attributed_lines(verdict.attribution, verdict.reasons)
     return [{"blocking": r.blocking, "message": r.message, "label": r.label, "lines": attributed,
              "case": r.case if r.case in shown else None} for r, attributed in zip(verdict.reasons, lines)]
 

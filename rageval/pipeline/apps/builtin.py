@@ -36,16 +36,18 @@ class Retriever:
         self.embedder: Embedder | None = None if mode == "bm25" else make_embedder(cfg.embedding, client)
         self.index: VectorIndex | None = None
         self.lexical: BM25Index | None = None
-        shared = getattr(self.embedder, "vocabulary", None) if mode == "hybrid" else None
+        form = cfg.retrieval.bm25_words
+        shared = getattr(self.embedder, "vocabulary", None) if mode == "hybrid" and form == "folded" else None
         words = shared.read(texts) if shared is not None else None
         if mode != "dense":       # first: its build's temporaries are gone before the vector index's
-            self.lexical = BM25Index(texts, ids, vocabulary=shared, words=words)
+            self.lexical = BM25Index(texts, ids, vocabulary=shared, words=words, form=form)
         if self.embedder is not None:
             self.embedder.fit(texts, **({} if words is None else {"words": words}))
             del words
             self.index = VectorIndex(document_rows(self.embedder, texts), ids, copy=False)
         dense = self.embedder.name if self.embedder is not None else ""
-        self.name = {"dense": dense, "bm25": "bm25"}.get(mode, f"rrf({dense},bm25)")
+        bm25 = "bm25" if form == "folded" else f"bm25({form})"
+        self.name = {"dense": dense, "bm25": bm25}.get(mode, f"rrf({dense},{bm25})")
         self.deterministic = self.embedder is None or bool(self.embedder.deterministic)
         self.size = len(chunks)
 
@@ -69,7 +71,7 @@ class BuiltinApp:
                                                               merge_sections=cfg.chunking.merge_sections))
         self.retriever = Retriever(cfg, self.chunks, client)
         self.language = cfg.language if cfg.language != "auto" else detect_language(s.text for s in corpus.sections)
-        self.generator: Generator | None = make_generator(cfg, client, self.language)
+        self.generator: Generator | None = make_generator(cfg, client, self.language, len(self.chunks))
         self.deterministic = bool(self.retriever.deterministic and (self.generator is None or self.generator.deterministic))
         self.name = f"builtin:{self.retriever.name}+{self.generator.name if self.generator else 'none'}"
         # Retrieve deep enough that every token budget can be filled, not only top_k.
@@ -104,12 +106,14 @@ class BuiltinApp:
                      gen.error, context_k=self.cfg.retrieval.top_k)
 
 
-def make_generator(cfg: Config, client: Any, language: str = "vi") -> Generator | None:
+def make_generator(cfg: Config, client: Any, language: str = "vi", chunks: int = 0) -> Generator | None:
+    """The generator ``generation.provider`` names; ``chunks``: the index's size (the extractive
+    generator keeps that many chunks' sentences, so each chunk is read once)."""
     g = cfg.generation
     if g.provider == "none":
         return None
     if g.provider == "extractive":
-        return ExtractiveGenerator(g.max_sentences, language=language)
+        return ExtractiveGenerator(g.max_sentences, language=language, cache_size=chunks)
     if client is None:
         raise ConfigError(f"{cfg.path}: generation.provider is openai but no model client could be built; "
                           "check the llm: section.")

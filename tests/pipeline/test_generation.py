@@ -1,0 +1,79 @@
+"""The extractive generator reads each chunk's sentences once and matches the question's terms
+against them on the fly; its answers are those of the rule written out plainly (below, the way
+the generator computed it before: every sentence's full term set, intersected per case), on
+generated questions and contexts with headings, bullets, underscores and repeated sentences."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rageval.pipeline.generation import CACHE_MIN, STOP_WORDS, ExtractiveGenerator
+from rageval.records import Retrieved
+from rageval.text import folded_words, sentences
+
+
+def plain_answer(question: str, chunks: list[Retrieved], stop: frozenset[str], decline: str,
+                 max_sentences: int = 2, min_coverage: float = 0.2) -> str:
+    """The extractive rule with nothing kept between cases."""
+    def terms(text: str) -> frozenset[str]:
+        words = [w for w in folded_words(text) if w not in stop]
+        return frozenset(words) | {f"{a}_{b}" for a, b in zip(words, words[1:])}
+
+    candidates = []                                    # (origin, sentence, terms)
+    for ci, chunk in enumerate(chunks):
+        section = ""
+        for line in chunk.text.splitlines():
+            first = line.strip().split(" ", 1)[0]
+            if first in chunk.sections:
+                section = first
+                continue
+            for sent in sentences(line.lstrip("-*• ").strip()) if line.strip() else ():
+                candidates.append(((ci, section), sent, terms(sent)))
+    q = terms(question)
+    if not candidates or not q:
+        return decline
+    df = {t: sum(1 for c in candidates if t in c[2]) for t in q}
+    idf = {t: math.log(1 + len(candidates) / max(df[t], 1)) for t in q}
+    uni = {t for t in q if "_" not in t}
+    total = math.fsum(idf[t] for t in uni) or 1.0
+    scored = sorted(((math.fsum(idf[t] for t in c[2] & uni) / total, math.fsum(idf[t] for t in c[2] & q), -i)
+                     for i, c in enumerate(candidates)), reverse=True)
+    if scored[0][0] < min_coverage:
+        return decline
+    home = candidates[-scored[0][2]][0]
+    best = [-s[2] for s in scored if candidates[-s[2]][0] == home and s[0] >= min_coverage][:max_sentences]
+    return " ".join(candidates[i][1] for i in sorted(best))
+
+
+WORDS = ["đổi", "trả", "doi", "tra", "hàng", "7", "ngày", "30", "phí", "a_b", "a", "b", "the", "is", "DT-1",
+         "giao", "hoa_don", "x"]
+sentence = st.lists(st.sampled_from(WORDS), min_size=1, max_size=8).map(lambda ws: " ".join(ws) + ".")
+line = st.tuples(st.sampled_from(["", "- ", "* ", "DT-1 ", "DT-2 "]),
+                 st.lists(sentence, min_size=1, max_size=3)).map(lambda t: t[0] + " ".join(t[1]))
+chunk_text = st.lists(line, min_size=1, max_size=5).map("\n".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(question=st.lists(st.sampled_from(WORDS), max_size=7).map(" ".join),
+       texts=st.lists(chunk_text, max_size=4), language=st.sampled_from(["vi", "en"]))
+def test_answers_are_those_of_the_plain_rule(question, texts, language):
+    chunks = [Retrieved(f"c{i}", ("DT-1",), text, 1.0, 10) for i, text in enumerate(texts)]
+    generator = ExtractiveGenerator(2, language=language)
+    want = plain_answer(question, chunks, STOP_WORDS[language], generator.decline)
+    assert generator.generate(question, chunks, case_id="q").answer == want
+    assert generator.generate(question, chunks, case_id="q").answer == want      # read from its cache
+
+
+def test_the_cache_holds_the_index_and_stays_bounded():
+    generator = ExtractiveGenerator(cache_size=CACHE_MIN + 10)
+    chunks = [Retrieved(f"c{i}", ("S",), f"Trả hàng {i} ngày. Phí {i} đồng.", 1.0, 8) for i in range(CACHE_MIN + 25)]
+    first = [generator.sentences_of(c) for c in chunks[: CACHE_MIN + 10]]
+    assert all(generator.sentences_of(c) is s for c, s in zip(chunks, first))     # each chunk read once
+    for c in chunks:
+        generator.sentences_of(c)
+    assert len(generator._read) <= CACHE_MIN + 10
+    heading, start, end, words = generator.sentences_of(chunks[7])[1]
+    assert chunks[7].text[start:end] == "Phí 7 đồng." and words == ("phi", "7", "dong")
