@@ -9,9 +9,9 @@
                                                       # found in DIR (e.g. `git archive` of an older
                                                       # main), alternating with this one, run by run
     python bench/bench_offline.py --tests             # also time the test suite once
-    python bench/bench_offline.py --render bench/results-offline.json --readme README.md
+    python bench/bench_offline.py --render bench/results-offline.json --readme docs/benchmarks.md
                                                       # no measuring: the tables from the file, written
-                                                      # into the README between its bench-offline markers
+                                                      # into docs/benchmarks.md between its bench-offline markers
 
 Every figure is one child process (bench/offline_child.py: a pipeline stage, bm25s, or the
 `rageval` command's main()): wall seconds timed by the parent, CPU seconds (user + system, every

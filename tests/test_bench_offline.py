@@ -100,13 +100,13 @@ def test_a_partial_run_updates_only_what_it_measured():
         "scale": {"10x1": {"bm25s": {"cpu_s": 1.0}, "dense": {"cpu_s": 3.0}}, "20x1": {"bm25": {"cpu_s": 4.0}}}}
 
 
-def test_the_readme_shows_the_tables_of_the_results_file():
+def test_the_benchmarks_page_shows_the_tables_of_the_results_file():
     figures = json.loads((ROOT / "bench" / "results-offline.json").read_text(encoding="utf-8"))
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
     start = readme.index(bench_offline.README_START)
     block = readme[readme.index("\n", start) + 1:readme.index(bench_offline.README_END)]
     assert block == bench_offline.tables(figures), "run: python bench/bench_offline.py --render " \
-                                                   "bench/results-offline.json --readme README.md"
+                                                   "bench/results-offline.json --readme docs/benchmarks.md"
 
 
 def test_quick_is_the_smallest_scale_cell_and_the_demo():

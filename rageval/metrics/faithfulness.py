@@ -2,7 +2,7 @@
 
 Each claim gets, per source, ``supported`` (the source states it or it follows from the source),
 ``unsupported`` (the source does not say) or ``contradicted`` (the source says otherwise). Three
-readings of the same per-claim verdicts (README "What the scores mean"):
+readings of the same per-claim verdicts (docs/judge.md, "What the scores mean"):
 
     groundedness = claims supported by the retrieved context / claims      (Ragas faithfulness)
     faithfulness = claims supported by the expected sections / claims      (correctness)

@@ -10,7 +10,7 @@ Everything that used to be a parallel list is derived from the declarations at t
 module: the runner's order (retrieval, then rules, then model checks — rules first, so the judge
 is told which rules a case already fails), the summary metric names and their order, which checks
 need a model, which may be zero-tolerance, which metrics the LLM judge decides, the valid metric
-names of ``gate.floors`` / ``max_drop``, the run table's and the comment's rows, and the README's
+names of ``gate.floors`` / ``max_drop``, the run table's and the comment's rows, and docs/metrics.md's
 metric table (a test holds it equal). Adding a metric is one declaration here plus its test.
 
 Nothing here does I/O. A duplicate name is refused.
@@ -422,7 +422,7 @@ def _judge_model(cfg: Any) -> bool:
 
 
 def metrics_table_markdown() -> str:
-    """The README's metric table, generated from the registry so the two cannot drift."""
+    """The metric table of docs/metrics.md, generated from the registry so the two cannot drift."""
     rows = ["| Metric | What it measures | Definition |", "|---|---|---|"]
     for family, f in REGISTRY.families.items():
         rows.append(f"| `{family}@K` | {f.description} | {f.formula.replace('|', chr(92) + '|')} |")

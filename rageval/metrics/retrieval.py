@@ -32,7 +32,7 @@ item the set of sections that chunk holds.
 
 A case with no expected sections has no retrieval metrics (out of scope: a RAG refusal case); a
 case with expected sections but none graded ≥ relevance_min has no hit, recall or MRR (trec_eval
-would count it as 0 in the means: the README says where the two differ), and nDCG only when some
+would count it as 0 in the means: docs/metrics.md says where the two differ), and nDCG only when some
 grade is positive. A case with an empty ranking scores 0 on every metric it has.
 """
 
