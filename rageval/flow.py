@@ -188,8 +188,8 @@ def gate(cfg: Config, baseline: RunResult | None, *, evaluation: Evaluation | No
         notes.append(f"judge_pass is not gated: {why}")
     decision = decide(cfg, baseline, candidate, expected=expected, rerun=rerun, gate_judge=allowed,
                       known_failures=known_failures, own=own, own_expected=own_expected, changed=changed)
-    gate_variant = _gating(cfg, baseline, [c for c in expected if c.id in set(decision.compared)], allowed,
-                           known_failures)
+    compared = set(decision.compared)                     # once, not once per case
+    gate_variant = _gating(cfg, baseline, [c for c in expected if c.id in compared], allowed, known_failures)
     verdict, candidate = with_attribution(cfg, decision, evaluation, gate_variant), decision.candidate
     verdict = verdict if baseline is None else knobs.with_file_notes(verdict, knobs.file_changes(cfg, baseline))
     if reruns:

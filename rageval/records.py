@@ -10,7 +10,7 @@ import functools
 import math
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass, replace
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -184,6 +184,9 @@ class CheckResult:
     def from_dict(cls, data: Mapping[str, Any], where: str = "check", *,
                   reader: Reader | None = None) -> CheckResult:
         r = reader or Reader(where)
+        fast = _fast_check(data)
+        if fast is not None:
+            return fast
         data = r.obj(data, where)
         status = r.req(data, "status", where)
         if status not in STATUSES:
@@ -286,6 +289,9 @@ class CaseResult:
 
     @classmethod
     def from_dict(cls, data: Any, key: str, r: Reader) -> CaseResult:
+        fast = _fast_case(data)
+        if fast is not None:
+            return fast
         data = r.obj(data, key)
         r.keys(data, CASE_KEYS, key)
         for name in CASE_REQUIRED:
@@ -326,3 +332,132 @@ class CaseResult:
 
 CASE_KEYS = tuple(f.name for f in fields(CaseResult))
 CASE_REQUIRED = ("id", "question", "checks", "passed", "error")
+
+
+# --- the common, valid case at once ----------------------------------------------------------
+# ``from_dict`` above is the strict reader: every value checked through the Reader, which names the
+# key of the first problem. A results file holds thousands of cases, nearly all of them plain and
+# valid, so each record first tries these readers: exact JSON types checked with ``type() is``, no
+# key path built. Whatever they do not accept at once (a wrong or unusual value, a subclass, a
+# nested detail) they hand back as None, and the strict reader reads it and gives its message, so
+# what a file may hold and what a bad one is told are the same as before. What they build equals
+# what the strict reader builds from the same value.
+
+_CASE_KEYS, _CASE_REQUIRED = frozenset(CASE_KEYS), frozenset(CASE_REQUIRED)
+_CHECK_FIELDS = frozenset(("status", "passed", "score", "reason"))
+_STR, _NUMBERS = frozenset((str,)), frozenset((float, int))
+
+
+def _number(value: Any) -> bool:
+    """A finite number, not a bool (``Reader.num``'s common case)."""
+    kind = type(value)
+    return (kind is float and math.isfinite(value)) or (kind is int and -1e300 < value < 1e300)
+
+
+def _strings(value: Any) -> tuple[str, ...] | None:
+    """A list of strings as a tuple; None for anything else."""
+    if type(value) is list and {*map(type, value)} <= _STR:
+        return tuple(value)
+    return None
+
+
+def _fast_check(data: Any) -> CheckResult | None:
+    if type(data) is not dict:
+        return None
+    status, score, reason = data.get("status"), data.get("score"), data.get("reason", "")
+    if type(status) is not str or status not in STATUSES or type(reason) is not str or not (
+            score is None or _number(score)):
+        return None
+    details = {}
+    for name, value in data.items():
+        if name in _CHECK_FIELDS:
+            continue
+        kind = type(value)
+        if kind is str or kind is bool or value is None or _number(value):
+            details[name] = value
+        elif kind is list and {*map(type, value)} <= _STR:
+            details[name] = list(value)
+        else:
+            return None
+    return CheckResult(status, score, reason, details)
+
+
+def _fast_retrieved(data: Any) -> Retrieved | None:
+    if type(data) is not dict:
+        return None
+    chunk_id, sections = data.get("chunk_id"), _strings(data.get("sections", []))
+    text, score, tokens = data.get("text") or "", data.get("score"), data.get("tokens")
+    if type(chunk_id) is not str or sections is None or type(text) is not str or not (
+            score is None or _number(score)) or not (tokens is None or (type(tokens) is int and tokens >= 0)):
+        return None
+    return Retrieved(chunk_id, sections, text, score, tokens)
+
+
+def _fast_mapping(value: Any, ok: Callable[[Any], bool]) -> dict[str, Any] | None:
+    """An object (a falsy value: empty) whose every value is ``ok``, as a new dict; None otherwise."""
+    value = value or {}
+    if type(value) is not dict or not {*map(type, value)} <= _STR or not all(map(ok, value.values())):
+        return None
+    return dict(value)
+
+
+def _rates(value: Any) -> dict[str, Any] | None:
+    """``_fast_mapping(value, _rate)`` for a case's metrics, a dozen numbers a case, in bulk: a NaN
+    passes ``min`` and ``max`` but makes the sum NaN."""
+    value = value or {}
+    if type(value) is not dict or not {*map(type, value)} <= _STR:
+        return None
+    numbers = value.values()
+    if numbers and not ({*map(type, numbers)} <= _NUMBERS and 0 <= min(numbers) and max(numbers) <= 1
+                        and math.isfinite(sum(numbers))):
+        return None
+    return dict(value)
+
+
+def _slice_value(value: Any) -> bool:
+    kind = type(value)
+    return kind is str or kind is bool or kind is int or (kind is float and math.isfinite(value))
+
+
+def _count(value: Any) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _optional(value: Any, kind: type) -> bool:
+    return value is None or type(value) is kind
+
+
+def _fast_case(data: Any) -> CaseResult | None:
+    if type(data) is not dict or not data.keys() <= _CASE_KEYS or not _CASE_REQUIRED <= data.keys():
+        return None
+    get = data.get
+    case_id, question, expected_answer = data["id"], data["question"], get("expected_answer") or ""
+    answer, error, passed, out_of_scope = get("answer"), get("error"), get("passed"), get("out_of_scope", False)
+    context_tokens, rank, latency = get("context_tokens"), get("first_relevant_rank"), get("latency_ms")
+    if not (type(case_id) is str and type(question) is str and type(expected_answer) is str
+            and _optional(answer, str) and _optional(error, str) and _optional(passed, bool)
+            and type(out_of_scope) is bool and (context_tokens is None or _count(context_tokens))
+            and (rank is None or (type(rank) is int and rank >= 1)) and (latency is None or _number(latency))):
+        return None
+    lists = [_strings(get(name) or []) for name in ("expected_sections", "tags", "failures")]
+    maps = [_fast_mapping(get("slice"), _slice_value), _rates(get("metrics")), _fast_mapping(get("usage"), _count)]
+    checks = get("checks") or {}
+    if None in lists or None in maps or type(checks) is not dict:
+        return None
+    checks = {name: _fast_check(check) for name, check in checks.items()}
+    if None in checks.values() or not all(type(name) is str for name in checks):
+        return None
+    retrieved = get("retrieved")
+    if retrieved is not None:
+        if type(retrieved) is not list:
+            return None
+        retrieved = tuple(_fast_retrieved(item) for item in retrieved)
+        if None in retrieved:
+            return None
+    (expected_sections, tags, failures), (slice_, metrics, usage) = lists, maps
+    return CaseResult(id=case_id, question=question, expected_answer=expected_answer,
+                      expected_sections=expected_sections, slice=slice_, tags=tags,  # type: ignore[arg-type]
+                      out_of_scope=out_of_scope, answer=answer, retrieved=retrieved,  # type: ignore[arg-type]
+                      context_tokens=context_tokens, first_relevant_rank=rank, metrics=metrics,  # type: ignore[arg-type]
+                      checks=checks, passed=passed, failures=failures, error=error,  # type: ignore[arg-type]
+                      usage=usage, latency_ms=latency)  # type: ignore[arg-type]

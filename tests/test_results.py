@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from builders import case, run
 
-from rageval import files
+from rageval import files, records
 from rageval.errors import BaselineError, ResultError
 from rageval.files import to_json, write_json
 from rageval.gate.verdict import Verdict
@@ -30,6 +30,19 @@ def as_release_wrote(result: RunResult) -> dict:
     data = {**result.to_dict(), "schema_version": 1, "cases": [c.to_dict() for c in result.cases]}
     del data["chunks"]
     return data
+
+
+@pytest.mark.parametrize("name", ["runresult.json", "candidate.json"])
+def test_the_quick_case_readers_build_what_the_strict_ones_build(name, monkeypatch):
+    """rageval.records reads a plain, valid case with quick type checks; the strict reader (the
+    one that names a bad key) must build the very same records from the same file."""
+    quick = load_result(RELEASE / name)
+    monkeypatch.setattr(records, "_fast_case", lambda data: None)
+    monkeypatch.setattr(records, "_fast_check", lambda data: None)
+    strict = load_result(RELEASE / name)
+    assert quick == strict and quick.to_dict() == strict.to_dict()
+    assert [type(v) for c in quick.cases for v in c.metrics.values()] == \
+        [type(v) for c in strict.cases for v in c.metrics.values()]
 
 
 @pytest.mark.parametrize("name", ["runresult.json", "candidate.json"])
@@ -164,6 +177,18 @@ def set_path(data: dict, path: tuple, value) -> dict:
     (("golden", "cases", "q01", "question"), 7, r"golden\.cases\.q01\.question: expected a string"),
     (("repeats",), True, r"repeats: expected an integer"),
     (("schema_version",), 3, r"RunResult schema_version 3 is not supported \(this rageval reads 1 and 2\)"),
+    # what the quick readers of a case (rageval.records) do not take goes to the strict reader's message
+    (("cases", 0, "metrics", "hit@1"), True, r"cases\[q01\]\.metrics\.hit@1: expected a finite number, got True"),
+    (("cases", 0, "metrics", "hit@1"), math.nan, r"cases\[q01\]\.metrics\.hit@1: expected a finite number, got nan"),
+    (("cases", 0, "usage"), {"tokens": -1}, r"cases\[q01\]\.usage\.tokens: expected an integer ≥ 0, got -1"),
+    (("cases", 0, "retrieved", 0, "sections"), None, r"cases\[q01\]\.retrieved\[0\]\.sections: expected a list"),
+    (("cases", 0, "tags"), ["pr", 3], r"cases\[q01\]\.tags\[1\]: expected a string, got 3"),
+    (("cases", 0, "checks", "numbers", "missing"), [1, math.inf],
+     r"cases\[q01\]\.checks\.numbers\.missing\[1\]: expected a finite number, got inf"),
+    (("cases", 0, "latency_ms"), math.inf, r"cases\[q01\]\.latency_ms: expected a finite number or null, got inf"),
+    (("cases", 0, "slice"), {"type": math.nan}, r"cases\[q01\]\.slice\.type: expected a string, number or boolean"),
+    (("cases", 0, "checks", "numbers", "reason"), None, r"cases\[q01\]\.checks\.numbers\.reason: expected a string"),
+    (("cases", 0, "out_of_scope"), None, r"cases\[q01\]\.out_of_scope: expected true or false, got None"),
 ])
 def test_from_dict_names_the_key_of_what_is_wrong(path, value, message):
     with pytest.raises(ResultError, match=r"^baseline\.json: " + message):
