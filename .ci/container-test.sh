@@ -324,9 +324,12 @@ scenario() {  # every run of step 4 on image $IMAGE
   say "baseline: results and reports are 0644 and uid $RUNNER_UID reads them (upload-artifact); git_sha $head"
 
   # the response cache: the demo's model config (generation by a model; no judge, so the fake's
-  # plain answers suffice) against the OpenAI-compatible fake on the host
-  sed 's/^judge: .*/judge: {model: null}/' "$WS/examples/banhang/rageval-openai.yml" >"$WS/examples/banhang/rageval-cache.yml"
+  # plain answers suffice — and no gate on the judge's metrics, which a config without a judge
+  # cannot produce: that is a config error) against the OpenAI-compatible fake on the host
+  sed -e 's/^judge: .*/judge: {model: null}/' -e 's/, judge_pass: [0-9.]*//g' -e 's/, faithfulness: [0-9.]*//g' \
+    "$WS/examples/banhang/rageval-openai.yml" >"$WS/examples/banhang/rageval-cache.yml"
   grep -q '^judge: {model: null}' "$WS/examples/banhang/rageval-cache.yml" || fail "could not write the cache config"
+  ! grep -qE 'judge_pass|faithfulness:' "$WS/examples/banhang/rageval-cache.yml" || fail "the cache config still gates the judge"
   start_fake openai openai
   run_action cache host push refs/heads/main "$PUSH" \
     INPUT_CONFIG=examples/banhang/rageval-cache.yml INPUT_MODE=baseline INPUT_REPEATS=1 INPUT_SUBSET=pr \
