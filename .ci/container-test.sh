@@ -337,7 +337,10 @@ scenario() {  # every run of step 4 on image $IMAGE
     "OPENAI_BASE_URL=http://127.0.0.1:$PORT/v1"
   stop_fake
   [ "$RC" = 0 ] || { show; fail "the model-config baseline exited $RC, expected 0"; }
-  mapfile -t CACHED < <(find "$WS/examples/banhang/.rageval-cache" -type f)
+  # the cache lives outside the checkout (a pull request could commit entries into one inside it):
+  # in $HOME/.cache/rageval, the runner's ${{ runner.temp }}/_github_home mounted at /github/home
+  [ ! -e "$WS/examples/banhang/.rageval-cache" ] || fail "the model-config run wrote its cache inside the checkout"
+  mapfile -t CACHED < <(find "$WORK/home/.cache/rageval" -type f)
   [ "${#CACHED[@]}" -gt 0 ] || fail "the model-config run wrote no response cache"
   readable_by_runner "${CACHED[@]}" "$WS/out/openai-baseline.json" "$WS/out/openai-baseline.md"
   no_secret "$OUT" "$OUTPUT" "$SUMMARY" "$WS/out/openai-baseline.json" "${CACHED[@]}"
