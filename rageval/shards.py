@@ -22,7 +22,7 @@ from typing import Any
 from rageval.cost import Cost
 from rageval.errors import ResultError
 from rageval.gate import stats
-from rageval.metrics.aggregate import mean_of_totals, summarize
+from rageval.metrics.aggregate import add_totals, mean_of_totals, summarize
 from rageval.results import Noise, RunResult, Summary
 
 #: what every part of one run must share: (what it is called in messages, how to read it off a part)
@@ -157,14 +157,6 @@ def _noise(ordered: Sequence[tuple[RunResult, str]], summary: Summary) -> tuple[
 
 def _summed(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Several parts' totals of one run added up (what the whole run's totals are)."""
-    def add(blocks: Sequence[Mapping[str, Sequence[float]]]) -> dict[str, list[float]]:
-        out: dict[str, list[float]] = {}
-        for block in blocks:
-            for name, (total, count) in block.items():
-                into = out.setdefault(name, [0.0, 0])
-                into[0] = round(into[0] + total, 9)
-                into[1] += count
-        return out
     labels = sorted({s for p in parts for s in p.get("by_slice", {})})
-    return {"metrics": add([p["metrics"] for p in parts]),
-            "by_slice": {s: add([p["by_slice"][s] for p in parts if s in p.get("by_slice", {})]) for s in labels}}
+    return {"metrics": add_totals(p["metrics"] for p in parts),
+            "by_slice": {s: add_totals(p["by_slice"][s] for p in parts if s in p.get("by_slice", {})) for s in labels}}

@@ -146,3 +146,17 @@ def detect_language(texts: Iterable[str], sample: int = 200_000) -> str:
         if seen >= sample:
             break
     return "vi" if counts["vi"] > counts["en"] else "en"
+
+
+def secret_lines(value: str) -> list[str]:
+    """The lines of a secret as a log reader sees them (line by line): those not blank."""
+    return [line for line in value.replace("\r\n", "\n").replace("\r", "\n").split("\n") if line.strip()]
+
+
+def redact(text: str, secrets: Iterable[str], min_piece: int = 1) -> str:
+    """``text`` with every secret, and every line of a multi-line secret, replaced by ``***``
+    (longest first); pieces shorter than ``min_piece`` characters are left alone."""
+    pieces = {p for s in secrets if s for p in [s, *secret_lines(s)] if p.strip() and len(p) >= min_piece}
+    for piece in sorted(pieces, key=len, reverse=True):
+        text = text.replace(piece, "***")
+    return text

@@ -12,6 +12,7 @@ from rageval.clock import Clock
 from rageval.pipeline.runner import Evaluation, prepare
 from rageval.results import Shard
 from rageval.settings import Config
+from rageval.text import redact
 
 
 class ProgressPrinter:
@@ -59,10 +60,4 @@ def secret_filter(cfg: Config, env: Mapping[str, str] | None = None) -> Callable
     value = (os.environ if env is None else env).get(cfg.llm.api_key_env, "")
     if len(value.strip()) < 8:        # nothing, or too short to be a key (and to replace safely)
         return None
-    pieces = sorted({value, *(line for line in value.splitlines() if len(line.strip()) >= 8)}, key=len, reverse=True)
-
-    def redact(text: str) -> str:
-        for piece in pieces:
-            text = text.replace(piece, "***")
-        return text
-    return redact
+    return lambda text: redact(text, [value], min_piece=8)

@@ -29,6 +29,7 @@ from typing import TextIO
 
 from rageval.files import append_text
 from rageval.gate.markdown import printable
+from rageval.text import redact, secret_lines
 
 #: what ``##[`` becomes in printed text: visible, and not ``##[`` under any string comparison
 #: (a zero-width character would not do: .NET's culture-sensitive IndexOf ignores it).
@@ -38,11 +39,6 @@ NEUTRAL_PREFIX = "# #["
 def escape_data(value: str) -> str:
     """A command's data as @actions/core escapes it and the runner unescapes it."""
     return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def secret_lines(value: str) -> list[str]:
-    """The lines of a secret as the runner sees them (it reads its output line by line)."""
-    return [line for line in value.replace("\r\n", "\n").replace("\r", "\n").split("\n") if line.strip()]
 
 
 def could_be_command(text: str) -> bool:
@@ -70,10 +66,7 @@ class Console:
 
     def redact(self, text: str) -> str:
         """Every secret, and every line of a multi-line secret, replaced with ``***``."""
-        pieces = {p for s in self.secrets if s for p in [s, *secret_lines(s)] if p.strip()}
-        for piece in sorted(pieces, key=len, reverse=True):
-            text = text.replace(piece, "***")
-        return text
+        return redact(text, self.secrets)
 
     def _write(self, text: str) -> None:
         with self._lock:     # one block (a stop-commands block too) is one write, never interleaved

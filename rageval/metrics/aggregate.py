@@ -146,12 +146,17 @@ def run_totals(cases: Sequence[CaseResult], metric_names: Sequence[str]) -> dict
             "by_slice": {label: totals(group, metric_names) for label, group in sorted(groups.items())}}
 
 
-def mean_of_totals(parts: Iterable[Mapping[str, Sequence[float]]]) -> dict[str, float | None]:
-    """Metric → the mean over several parts' [sum, count] totals, rounded as :func:`mean` rounds."""
+def add_totals(parts: Iterable[Mapping[str, Sequence[float]]]) -> dict[str, list[float]]:
+    """Metric → the [sum, count] of several parts' [sum, count] totals (sums rounded to 9 decimals)."""
     sums: dict[str, list[float]] = {}
     for part in parts:
         for name, (total, count) in part.items():
             into = sums.setdefault(name, [0.0, 0])
             into[0] = round(into[0] + total, 9)
             into[1] += count
-    return {name: round(total / count, 6) if count else None for name, (total, count) in sums.items()}
+    return sums
+
+
+def mean_of_totals(parts: Iterable[Mapping[str, Sequence[float]]]) -> dict[str, float | None]:
+    """Metric → the mean over several parts' [sum, count] totals, rounded as :func:`mean` rounds."""
+    return {name: round(total / count, 6) if count else None for name, (total, count) in add_totals(parts).items()}
