@@ -4,7 +4,7 @@
 
 For each project (the banhang demo's 123 questions over its 200- and 800-token chunks; the
 northwind English FAQ as a control, where folding can change nothing) and each mode (bm25, hybrid
-with the local embedder), hit@1, MRR@5 and nDCG@5 (binary, trec_eval's) of every ``bm25_words``
+with the local embedder), hit@1, MRR@5 and nDCG@5 (rageval's) of every ``bm25_words``
 form: overall and by how the question was typed (the demo's slice ``lang_style``: with diacritics,
 without, mixed). Customers type Vietnamese without diacritics about as often as with them (the demo
 holds both on purpose), which is what folding is for and what exact words lose.
@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from dataclasses import replace
 from pathlib import Path
 
 from rageval.config import load_config
 from rageval.golden.corpus import load_corpus
 from rageval.golden.set import load_golden
-from rageval.metrics.retrieval import first_relevant_rank
+from rageval.metrics.retrieval import first_relevant_rank, ndcg_at
 from rageval.pipeline.apps.builtin import Retriever
 from rageval.pipeline.chunking import chunk_corpus
 from rageval.pipeline.lexical import WORD_FORMS
@@ -30,19 +29,6 @@ ROOT = Path(__file__).resolve().parents[1]
 PROJECTS = {"banhang-200": ("banhang", "rageval.yml"), "banhang-800": ("banhang", "rageval-800.yml"),
             "northwind": ("northwind", "rageval.yml")}
 DEPTH = 5
-
-
-def ndcg(ranked: list[set[str]], expected: set[str]) -> float:
-    """Binary nDCG@DEPTH as trec_eval computes it: gain 1 at each rank holding a section not yet credited."""
-    seen: set[str] = set()
-    dcg = 0.0
-    for rank, sections in enumerate(ranked[:DEPTH], 1):
-        new = (sections & expected) - seen
-        if new:
-            dcg += 1 / math.log2(rank + 1)
-            seen |= new
-    ideal = sum(1 / math.log2(r + 1) for r in range(1, min(len(expected), DEPTH) + 1))
-    return dcg / ideal
 
 
 def scores(rows: list[tuple[int | None, float]]) -> dict[str, float]:
@@ -68,7 +54,7 @@ def measure(project: str, config: str) -> dict:
             for found, case in zip(hits, cases, strict=True):
                 ranked = [set(chunks[row].sections) for row, _ in found]
                 expected = set(case.expected_sections)
-                rows.append((first_relevant_rank(ranked, expected), ndcg(ranked, expected)))
+                rows.append((first_relevant_rank(ranked, expected), ndcg_at(ranked, expected, DEPTH)))
             name = f"{mode}/{form}"
             out[name] = {"all": scores(rows)}
             if styles != ["all"]:
