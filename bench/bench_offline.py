@@ -355,7 +355,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--scale-runs", type=int, default=1, help="runs per scale cell (default 1)")
     parser.add_argument("--chunks", type=counts, default=[10_000, 100_000, 200_000], help="scale: sections")
     parser.add_argument("--cases", type=counts, default=[1_000, 5_000, 20_000], help="scale: cases")
-    parser.add_argument("--modes", type=lambda t: t.split(","), default=list(MODES), help="scale: modes")
+    parser.add_argument("--modes", type=lambda t: [m for m in t.split(",") if m], default=list(MODES),
+                        help="scale: modes ('' for bm25s alone)")
     parser.add_argument("--timeout", type=float, default=None, help="scale: seconds per child, then 'over'")
     parser.add_argument("--without-bm25s", action="store_true", help="scale: rageval's sides only")
     parser.add_argument("--baseline-src", default=None, help="a folder holding another rageval package")
