@@ -140,9 +140,10 @@ def scale(args: argparse.Namespace, tmp: Path, envs: dict[str, dict[str, str]]) 
     cells: dict[str, dict] = {}
     baseline_cells = set(args.baseline_cells.split(","))
     for chunks in args.chunks:
-        print(f"scale: generating {chunks:,} sections …", file=sys.stderr)
-        folder = tmp / f"scale{chunks}"
-        project(folder, chunks, args.cases)
+        folder = (Path(args.projects) if args.projects else tmp) / f"scale{chunks}"
+        if not all((folder / f"rageval-{cases}.yml").exists() for cases in args.cases):
+            print(f"scale: generating {chunks:,} sections …", file=sys.stderr)
+            project(folder, chunks, args.cases)
         for cases in args.cases:
             cell = f"{chunks}x{cases}"
             print(f"scale {cell} …", file=sys.stderr)
@@ -154,7 +155,8 @@ def scale(args: argparse.Namespace, tmp: Path, envs: dict[str, dict[str, str]]) 
                 if "baseline" in envs and cell in baseline_cells:
                     argvs[f"baseline:{mode}"], sides[f"baseline:{mode}"] = argvs[mode], envs["baseline"]
             cells[cell] = paired(argvs, sides, args.scale_runs, args.timeout)
-        subprocess.run(["rm", "-rf", str(folder)], check=False)
+        if not args.projects:
+            subprocess.run(["rm", "-rf", str(folder)], check=False)
     return cells
 
 
@@ -359,6 +361,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                         help="scale: modes ('' for bm25s alone)")
     parser.add_argument("--timeout", type=float, default=None, help="scale: seconds per child, then 'over'")
     parser.add_argument("--without-bm25s", action="store_true", help="scale: rageval's sides only")
+    parser.add_argument("--projects", default=None,
+                        help="scale: make the projects in this folder and keep them; a later run with the same "
+                             "chunks and cases reuses them (synthetic.py is seeded: the same project)")
     parser.add_argument("--baseline-src", default=None, help="a folder holding another rageval package")
     parser.add_argument("--baseline-cells", default="10000x1000,100000x1000",
                         help="scale cells where the baseline runs too (default 10000x1000,100000x1000)")
