@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from rageval.errors import DatasetError, did_you_mean
-from rageval.parse import load_json, load_yaml_node, read_bytes
+from rageval.parse import load_json, load_yaml, load_yaml_node, read_bytes
 from rageval.records import HOLDOUT_TAG, CaseResult, slice_labels
 from rageval.text import normalize
 
@@ -143,13 +143,22 @@ def load_golden(path: str | Path) -> GoldenSet:
 
 def parse_golden(raw_bytes: bytes, path: Path) -> GoldenSet:
     """A golden set from its file content; ``path`` names it in messages (and picks JSON by suffix),
-    so an older version read from git parses exactly like the working copy. Strict: see rageval.parse."""
-    lines: list[int | None] = []
+    so an older version read from git parses exactly like the working copy. Strict: see rageval.parse.
+
+    YAML is read without line numbers first (``load_yaml``: the fast read); only a file with a
+    problem is read again with its node tree, so the message names the case's line."""
     if path.suffix.lower() == ".json":
-        raw = load_json(raw_bytes, str(path), error=DatasetError)
-    else:
+        return _golden(load_json(raw_bytes, str(path), error=DatasetError), raw_bytes, path, [])
+    raw = load_yaml(raw_bytes, str(path), error=DatasetError)
+    try:
+        return _golden(raw, raw_bytes, path, [])
+    except DatasetError:
         raw, node = load_yaml_node(raw_bytes, str(path), error=DatasetError)
-        lines = _case_lines(node)
+        return _golden(raw, raw_bytes, path, _case_lines(node))
+
+
+def _golden(raw: Any, raw_bytes: bytes, path: Path, lines: Sequence[int | None]) -> GoldenSet:
+    """The golden set of a file's data; ``lines``: the line of each case, for messages."""
     sha = hashlib.sha256(raw_bytes).hexdigest()
     if isinstance(raw, list):  # the seeds' flat golden.json
         return GoldenSet(name=path.stem, version=1, sha256=sha, path=path,
