@@ -278,6 +278,8 @@ def _str(value: Any, key: str, where: str) -> str:
 
 
 def _str_list(value: Any, key: str, where: str) -> tuple[str, ...]:
+    if type(value) is list and all(type(v) is str for v in value):     # the usual case, at once
+        return tuple(value)
     if value is None:
         return ()
     if isinstance(value, str):

@@ -1,7 +1,8 @@
 """The leak check (lifecycle.find_leaks, vectorised with numpy) against a plain reference: for every
 question and place, the share of the question's distinct word 3-grams that the place's own 3-grams
 hold, with Python sets. Random texts mix diacritics, punctuation stuck to words, numbers written
-"30.000" (two words once folded), line breaks and texts too short for a 3-gram."""
+"30.000" (two words once folded), line breaks, whitespace other than ASCII, long pieces, a lone surrogate
+and texts too short for a 3-gram."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from rageval.golden.set import Case
 from rageval.text import folded_words
 
 WORDS = ["đổi", "trả", "doi", "tra", "hàng", "trong", "7", "ngày", "ngày,", "30.000", "đồng.", "phí", "(hóa", "đơn)",
-         "khách", "sp-40", "Hàng", "TRẢ", "mấy", "?", "được", "không"]
+         "khách", "sp-40", "Hàng", "TRẢ", "mấy", "?", "được", "không", "ngày\u3000trả", "7\xa0ngày", "a\x1cb",
+         "https://shop.vn/đổi-trả/chính-sách-bảo-hành-7-ngày", "x" * 31, "y" * 32, "ả" * 16, "đ" * 15 + "ổi",
+         "lỗi\ud800mã"]       # other whitespace, long pieces, a lone surrogate
 
 
 def grams(text):
@@ -65,3 +68,4 @@ def test_find_leaks_equals_the_set_reference(seed, monkeypatch):
 def test_no_question_or_no_place():
     assert lifecycle.find_leaks([], [("p", "a b c d", False)], 0.5) == []
     assert lifecycle.find_leaks([Case(id="q", question="đổi trả hàng trong 7 ngày")], [], 0.5) == []
+
