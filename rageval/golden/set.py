@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from rageval.errors import DatasetError, did_you_mean
+from rageval.files import paused_gc
 from rageval.parse import load_json, load_yaml, load_yaml_node, read_bytes
 from rageval.records import HOLDOUT_TAG, CaseResult, slice_labels
 from rageval.text import normalize
@@ -138,7 +139,9 @@ def load_golden(path: str | Path) -> GoldenSet:
     path = Path(path)
     if not path.is_file():
         raise DatasetError(f"{path}: golden set not found. Check `golden:` in the config (paths are relative to it).")
-    return parse_golden(read_bytes(path, error=DatasetError), path)
+    data = read_bytes(path, error=DatasetError)
+    with paused_gc():                 # tens of thousands of new objects, no cycle among them
+        return parse_golden(data, path)
 
 
 def parse_golden(raw_bytes: bytes, path: Path) -> GoldenSet:
