@@ -8,6 +8,8 @@ what PyYAML's pure-Python SafeLoader makes of them (a reference outside rageval'
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
@@ -77,7 +79,8 @@ DECLINED = {   # documents the fast read leaves to the strict read (refused ther
     "merge as a value": "a: <<\n", "value key": "a: =\n", "alias": "a: &x 1\nb: *x\n",
     "alias bomb": "a: &a [x, x]\nb: &b [*a, *a]\nc: &c [*b, *b]\n", "recursive alias": "a: &a [*a]\n",
     "tag str": "a: !!str 1\n", "tag int": "a: !!int \"3\"\n", "tag binary": "a: !!binary aGk=\n",
-    "tag set": "a: !!set {x, y}\n", "tag omap": "a: !!omap [{x: 1}]\n", "tag python": "a: !!python/object:os.system x\n",
+    "tag set": "a: !!set {x, y}\n", "tag omap": "a: !!omap [{x: 1}]\n",
+    "tag python": "a: !!python/object:os.system x\n",
     "local tag": "a: !foo x\n", "non-specific tag": "a: ! 12\n", "tagged mapping": "a: !!map {b: 1}\n",
     "TAG directive": "%TAG !e! tag:example.com,2000:\n---\na: !e!x 1\n",
     "complex key": "? [a, b]\n: 1\n", "mapping key": "? {a: 1}\n: 2\n", "second document": "a: 1\n---\nb: 2\n",
@@ -114,8 +117,8 @@ def test_a_refused_document_keeps_its_message_and_line():
 def test_a_bad_golden_case_names_its_line_after_the_fast_read():
     text = ("dataset: t\nversion: 1\ncases:\n  - id: q01\n    question: Q?\n    expected_sections: [A]\n"
             "  - id: q02\n    question: Q?\n    expected_sections: [A]\n    tag: [pr]\n")
-    with pytest.raises(DatasetError, match=r"^g\.yaml: line 7: case 'q02': unknown key 'tag' \(did you mean 'tags'\?\)"):
-        parse_golden(text.encode(), __import__("pathlib").Path("g.yaml"))
+    with pytest.raises(DatasetError, match=r"^g\.yaml: line 7: case 'q02': unknown key 'tag' \(did you mean 'tags'"):
+        parse_golden(text.encode(), Path("g.yaml"))
 
 
 # --- generated documents -------------------------------------------------------------------
