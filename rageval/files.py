@@ -16,13 +16,15 @@ message (:class:`Reader`), and atomic writes out.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import math
 import os
 import re
 import stat
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -178,10 +180,25 @@ def to_json(data: Any, *, compact: bool = False) -> str:
 def write_json(path: str | os.PathLike[str], data: Any) -> None:
     """Write JSON atomically (see write_text); a record with ``to_dict`` is written as that, and
     compact when it says so (``compact_json``)."""
-    if hasattr(data, "to_dict"):
-        write_text(path, to_json(data.to_dict(), compact=getattr(data, "compact_json", False)))
-    else:
-        write_text(path, to_json(data))
+    with paused_gc():
+        text = to_json(data.to_dict(), compact=getattr(data, "compact_json", False)) if hasattr(data, "to_dict") \
+            else to_json(data)
+    write_text(path, text)
+
+
+@contextlib.contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a large tree of new, acyclic objects is built (a
+    RunResult's JSON, a golden set): each of its passes walks every object the process holds (an
+    index, a run), ~0.3 s of a 5,000-case write. Reference counting still frees what is dropped;
+    the collector resumes as it was."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _umask() -> int:

@@ -42,8 +42,9 @@ def _same(snapshot_value: Any, value: Any) -> bool:
 def pack(cases: list[dict[str, Any]], snapshot: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Any]:
     """Pack ``cases`` (plain dicts, changed in place); return the chunk table."""
     table: dict[str, dict[str, Any]] = {}
+    snapshot = snapshot or {}
     for case in cases:
-        golden = (snapshot or {}).get(case["id"])
+        golden = snapshot.get(case["id"])
         if golden is not None:
             for name in GOLDEN_FIELDS:
                 if name in case and _same(golden.get(name), case[name]):
@@ -52,9 +53,11 @@ def pack(cases: list[dict[str, Any]], snapshot: Mapping[str, Mapping[str, Any]] 
             text = item.get("text")
             if not text:
                 continue
-            entry = table.setdefault(item["chunk_id"], {"sha256": _sha(text), "text": text,
-                                                        **{k: item.get(k) for k in CHUNK_FIELDS}})
-            if entry["text"] != text:
+            entry = table.get(item["chunk_id"])
+            if entry is None:          # a chunk's first mention: its text is hashed once, not per mention
+                entry = table[item["chunk_id"]] = {"sha256": _sha(text), "text": text,
+                                                   **{k: item.get(k) for k in CHUNK_FIELDS}}
+            elif entry["text"] != text:
                 continue
             del item["text"]
             for name in CHUNK_FIELDS:

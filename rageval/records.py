@@ -130,6 +130,8 @@ def _read(tp: Any, value: Any, key: str, r: Reader, meta: Mapping[str, Any]) -> 
 
 PASS, FAIL, SKIPPED, ERROR = "pass", "fail", "skipped", "error"
 STATUSES = (PASS, FAIL, SKIPPED, ERROR)
+_PASSED = {PASS: True, FAIL: False}                         # a check's ``passed`` by its status
+_CHECK_FIELDS = frozenset(("status", "passed", "score", "reason"))
 HOLDOUT_TAG = "holdout"
 
 
@@ -153,7 +155,7 @@ class CheckResult:
 
     @property
     def passed(self) -> bool | None:
-        return {PASS: True, FAIL: False}.get(self.status)
+        return _PASSED.get(self.status)
 
     @classmethod
     def ok(cls, reason: str = "", score: float | None = 1.0, **details: Any) -> CheckResult:
@@ -172,12 +174,14 @@ class CheckResult:
         return cls(ERROR, None, reason, details)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"status": self.status, "passed": self.passed, "score": self.score,
+        out: dict[str, Any] = {"status": self.status, "passed": _PASSED.get(self.status), "score": self.score,
                                "reason": self.reason}
-        for key, value in self.details.items():
-            if key in out:
+        details = self.details
+        if details:
+            if not _CHECK_FIELDS.isdisjoint(details):
+                key = next(k for k in details if k in _CHECK_FIELDS)
                 raise ValueError(f"check detail {key!r} collides with a record field")
-            out[key] = value
+            out.update(details)
         return out
 
     @classmethod

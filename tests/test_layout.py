@@ -35,7 +35,8 @@ LAYERS = {
     "rageval.results": 2, "rageval.metrics.aggregate": 2,
     "rageval.metrics": 1,
     "rageval.records": 0, "rageval.cost": 0, "rageval.packing": 0, "rageval.files": 0,
-    "rageval.parse": 0, "rageval.text": 0, "rageval.errors": 0, "rageval.models": 0, "rageval": 0,
+    "rageval.parse": 0, "rageval.yaml_fast": 0, "rageval.text": 0, "rageval.errors": 0, "rageval.models": 0,
+    "rageval": 0,
     "rageval.clock": 0,
 }
 #: the layers whose subpackages are siblings: none of them imports another

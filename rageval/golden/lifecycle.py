@@ -324,65 +324,89 @@ def find_leaks(cases: Iterable[Case], places: Sequence[tuple[str, str, bool]], m
     ``by_line`` the label names the line holding most of them.
 
     Only the questions' words and 3-grams are indexed; every place is read once, its words turned
-    into those indices, and its 3-grams looked up all at once with numpy (a thousand questions
-    against ten thousand sections: a fraction of a second)."""
+    into those indices, and its 3-grams looked up all at once with numpy (:func:`_gram_hits`)."""
     asked: list[tuple[Case, set[tuple[str, ...]]]] = []
     for case in cases:
         words = folded_words(case.question)
         grams = _ngrams(words)
         if len(words) >= LEAK_MIN_WORDS and grams:
             asked.append((case, grams))
-    hits = _gram_hits([grams for _, grams in asked], [text for _, text, _ in places])
+    place, question, count = _gram_hits([grams for _, grams in asked], [text for _, text, _ in places])
+    overlap = count / np.array([len(grams) for _, grams in asked] or [1])[question]
+    keep = ~(overlap + 1e-9 < min_overlap)
     leaks = []
-    for (p, n), count in hits.items():              # places in order, then questions in order
-        label, text, by_line = places[p]
+    for p, n, share in zip(place[keep].tolist(), question[keep].tolist(), overlap[keep].tolist()):
+        label, text, by_line = places[p]               # places in order, then questions in order
         case, grams = asked[n]
-        overlap = count / len(grams)
-        if overlap + 1e-9 < min_overlap:
-            continue
         where = label
         if by_line:
             lines = text.splitlines()
             best = max(range(len(lines)), key=lambda i: len(grams & _ngrams(folded_words(lines[i]))))
             where = f"{label} line {best + 1}"
-        leaks.append(Leak(case.id, where, round(overlap, 3), HOLDOUT_TAG in case.tags))
+        leaks.append(Leak(case.id, where, round(share, 3), HOLDOUT_TAG in case.tags))
     order = {case.id: n for n, (case, _) in enumerate(asked)}
     return sorted(leaks, key=lambda x: order[x.case])
 
 
-def _gram_hits(questions: Sequence[set[tuple[str, ...]]], texts: Sequence[str]) -> dict[tuple[int, int], int]:
-    """(text index, question index) -> how many distinct 3-grams of the question the text holds,
-    for the pairs holding at least one; sorted by text, then question."""
+def _gram_hits(questions: Sequence[set[tuple[str, ...]]], texts: Sequence[str]) -> tuple[np.ndarray, ...]:
+    """(text index, question index, how many distinct 3-grams of the question the text holds) for
+    the pairs holding at least one, as three arrays sorted by text, then question.
+
+    The questions' 3-grams are a sorted table of codes (with, per code, the questions owning it);
+    each distinct whitespace-separated piece of the texts is folded once (``folded_words`` works
+    piece by piece), and everything after is numpy."""
     index: dict[str, int] = {}
     for grams in questions:
         for gram in grams:
             for word in gram:
                 index.setdefault(word, len(index))
     size = len(index) + 1
-    owners: dict[int, list[int]] = {}
-    for n, grams in enumerate(questions):
-        for a, b, c in grams:
-            owners.setdefault((index[a] * size + index[b]) * size + index[c], []).append(n)
-    wanted = np.array(sorted(owners), dtype=np.int64)
-    hits: dict[tuple[int, int], int] = {}
-    if not len(wanted):
-        return hits
-    for first in range(0, len(texts), _LEAK_TEXTS):        # a few hundred thousand words at a time
+    codes = np.array([(index[a] * size + index[b]) * size + index[c] for grams in questions for a, b, c in grams],
+                     dtype=np.int64)
+    owners = np.repeat(np.arange(len(questions), dtype=np.int64), [len(grams) for grams in questions])
+    order = np.argsort(codes, kind="stable")
+    codes, owners = codes[order], owners[order]
+    wanted, starts, counts = np.unique(codes, return_index=True, return_counts=True)
+    pieces: dict[str, tuple[int, ...]] = {}
+    out = []
+    for first in range(0, len(texts) if len(wanted) else 0, _LEAK_TEXTS):   # a few hundred thousand words at a time
         ids: list[int] = []
         for text in texts[first:first + _LEAK_TEXTS]:
-            ids.extend(map(index.get, folded_words(text), itertools.repeat(-1)))
+            split, mark = text.split(), len(ids)
+            try:
+                ids.extend(itertools.chain.from_iterable(map(pieces.__getitem__, split)))
+            except KeyError:                                # a piece not seen before: fold it once
+                del ids[mark:]
+                for piece in split:
+                    if piece not in pieces:
+                        pieces[piece] = tuple(index.get(word, -1) for word in folded_words(piece))
+                ids.extend(itertools.chain.from_iterable(map(pieces.__getitem__, split)))
             ids.append(-2)                                  # the end of a text: no 3-gram spans two
-        words = np.array(ids, dtype=np.int64)
-        ends = words == -2
-        place = np.cumsum(ends) - ends + first              # the text each word belongs to
-        a, b, c = words[:-2], words[1:-1], words[2:]
-        codes = (a * size + b) * size + c
-        found = (a >= 0) & (b >= 0) & (c >= 0)
-        found[found] = np.isin(codes[found], wanted)
-        for p, code in np.unique(np.stack([place[:-2][found], codes[found]], axis=1), axis=0).tolist():
-            for n in owners[code]:
-                hits[(p, n)] = hits.get((p, n), 0) + 1
-    return dict(sorted(hits.items()))
+        out.append(_text_hits(np.array(ids, dtype=np.int64), first, size, wanted, starts, counts, owners,
+                              len(questions)))
+    if not out:
+        return tuple(np.zeros(0, dtype=np.int64) for _ in range(3))
+    return tuple(np.concatenate(part) for part in zip(*out))
+
+
+def _text_hits(words: np.ndarray, first: int, size: int, wanted: np.ndarray, starts: np.ndarray,
+               counts: np.ndarray, owners: np.ndarray, n_questions: int) -> tuple[np.ndarray, ...]:
+    """:func:`_gram_hits` for the texts from ``first`` on, their word indices in one array (-1: a
+    word no question has, -2: the end of a text)."""
+    ends = words == -2
+    place = (np.cumsum(ends) - ends + first)[:-2]           # the text each 3-gram starts in
+    a, b, c = words[:-2], words[1:-1], words[2:]
+    found = (a >= 0) & (b >= 0) & (c >= 0)
+    code = (a[found] * size + b[found]) * size + c[found]
+    at = np.minimum(np.searchsorted(wanted, code), len(wanted) - 1)
+    hit = wanted[at] == code
+    pairs = np.unique(place[found][hit] * len(wanted) + at[hit])      # each (text, 3-gram) once
+    where, gram = np.divmod(pairs, len(wanted))
+    many = counts[gram]                                     # the questions owning each 3-gram
+    rows = np.repeat(starts[gram] - np.cumsum(many) + many, many) + np.arange(many.sum())
+    keys, hits = np.unique(np.repeat(where, many) * n_questions + owners[rows], return_counts=True)
+    place_of, question = np.divmod(keys, n_questions)
+    return place_of, question, hits
 
 
 def leak_places(prompt: Path | None, extra: Sequence[Path], corpus: Corpus, root: Path) -> list[tuple[str, str, bool]]:

@@ -19,7 +19,8 @@ from typing import Any
 import yaml
 
 from rageval.errors import DatasetError, did_you_mean
-from rageval.parse import load_json, load_yaml_node, read_bytes
+from rageval.files import paused_gc
+from rageval.parse import load_json, load_yaml, load_yaml_node, read_bytes
 from rageval.records import HOLDOUT_TAG, CaseResult, slice_labels
 from rageval.text import normalize
 
@@ -138,18 +139,29 @@ def load_golden(path: str | Path) -> GoldenSet:
     path = Path(path)
     if not path.is_file():
         raise DatasetError(f"{path}: golden set not found. Check `golden:` in the config (paths are relative to it).")
-    return parse_golden(read_bytes(path, error=DatasetError), path)
+    data = read_bytes(path, error=DatasetError)
+    with paused_gc():                 # tens of thousands of new objects, no cycle among them
+        return parse_golden(data, path)
 
 
 def parse_golden(raw_bytes: bytes, path: Path) -> GoldenSet:
     """A golden set from its file content; ``path`` names it in messages (and picks JSON by suffix),
-    so an older version read from git parses exactly like the working copy. Strict: see rageval.parse."""
-    lines: list[int | None] = []
+    so an older version read from git parses exactly like the working copy. Strict: see rageval.parse.
+
+    YAML is read without line numbers first (``load_yaml``: the fast read); only a file with a
+    problem is read again with its node tree, so the message names the case's line."""
     if path.suffix.lower() == ".json":
-        raw = load_json(raw_bytes, str(path), error=DatasetError)
-    else:
+        return _golden(load_json(raw_bytes, str(path), error=DatasetError), raw_bytes, path, [])
+    raw = load_yaml(raw_bytes, str(path), error=DatasetError)
+    try:
+        return _golden(raw, raw_bytes, path, [])
+    except DatasetError:
         raw, node = load_yaml_node(raw_bytes, str(path), error=DatasetError)
-        lines = _case_lines(node)
+        return _golden(raw, raw_bytes, path, _case_lines(node))
+
+
+def _golden(raw: Any, raw_bytes: bytes, path: Path, lines: Sequence[int | None]) -> GoldenSet:
+    """The golden set of a file's data; ``lines``: the line of each case, for messages."""
     sha = hashlib.sha256(raw_bytes).hexdigest()
     if isinstance(raw, list):  # the seeds' flat golden.json
         return GoldenSet(name=path.stem, version=1, sha256=sha, path=path,
@@ -269,6 +281,8 @@ def _str(value: Any, key: str, where: str) -> str:
 
 
 def _str_list(value: Any, key: str, where: str) -> tuple[str, ...]:
+    if type(value) is list and all(type(v) is str for v in value):     # the usual case, at once
+        return tuple(value)
     if value is None:
         return ()
     if isinstance(value, str):

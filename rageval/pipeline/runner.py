@@ -23,6 +23,7 @@ from rageval.clock import Clock
 from rageval.config import config_files
 from rageval.cost import Cost, Usage
 from rageval.errors import RagevalError
+from rageval.files import paused_gc
 from rageval.golden import lifecycle
 from rageval.golden.corpus import Corpus, load_corpus
 from rageval.golden.set import Case, GoldenSet, load_golden
@@ -297,6 +298,12 @@ def case_relevance(case: Case, corpus: Corpus, cfg: Config,
 # --- the RunResult --------------------------------------------------------------------------
 
 def build_result(ev: Evaluation, cases: list[CaseResult], timings: dict[str, float], cost: Cost) -> RunResult:
+    """The RunResult of ``cases`` (built with the garbage collector paused: rageval.files.paused_gc)."""
+    with paused_gc():
+        return _build_result(ev, cases, timings, cost)
+
+
+def _build_result(ev: Evaluation, cases: list[CaseResult], timings: dict[str, float], cost: Cost) -> RunResult:
     names = ev.cfg.metric_names()
     golden = ev.golden.describe(ev.subset)
     config = ev.cfg.to_dict()
