@@ -32,6 +32,7 @@ from rageval.cost import Cost
 from rageval.errors import RagevalError, ResultError
 from rageval.files import Reader, parse_result_json, read_result_file
 from rageval.metrics.registry import metric_bounds, sigma_bounds
+from rageval.metrics.values import value_reader
 from rageval.packing import pack, unpack
 from rageval.records import CaseResult, Record
 
@@ -351,6 +352,20 @@ class RunResult:
         """The cases by id, in the run's order."""
         return {c.id: c for c in self.cases}
 
+    @cached_property
+    def _values(self) -> dict[str, list[float | None]]:
+        return {}
+
+    def values_of(self, metric: str) -> list[float | None]:
+        """Each case's value of the summary metric ``metric`` (``rageval.metrics.values``), in the
+        order of ``cases``: read once per run, and shared by its summary, the bootstrap and the
+        thresholds."""
+        table = self._values
+        if metric not in table:
+            read = value_reader(metric)
+            table[metric] = [read(c) for c in self.cases]
+        return table[metric]
+
     @property
     def case_ids(self) -> list[str]:
         return [c.id for c in self.cases]
@@ -360,7 +375,14 @@ class RunResult:
         return 0.0 if self.noise is None else self.noise.sigma_of(metric, slice_key)
 
     def replace(self, **changes: Any) -> RunResult:
-        return replace(self, **changes)
+        """A copy with ``changes``; one with the same cases keeps what was read off them (the
+        cases by id, their metric values)."""
+        new = replace(self, **changes)
+        if "cases" not in changes or changes["cases"] is self.cases:
+            for name in ("case_map", "_values"):
+                if name in self.__dict__:
+                    new.__dict__[name] = self.__dict__[name]
+        return new
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON written (schema_version 2): packed (rageval.packing), each text written once."""
