@@ -21,6 +21,7 @@ Reading and writing the files (strict JSON, size bound, atomic writes) is ``rage
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -207,8 +208,40 @@ GOLDEN_KEYS = tuple(f.name for f in fields(GoldenInfo))
 SNAPSHOT_LISTS = ("expected_sections", "tags", "must_include", "must_not_include", "numbers")
 
 
+def _scalar(value: Any) -> bool:
+    kind = type(value)
+    return (kind is str or kind is bool or value is None or (kind is int and -1e300 < value < 1e300)
+            or (kind is float and math.isfinite(value)))
+
+
+def _plain_snapshot_case(case: Any) -> bool:
+    """A snapshot case as rageval writes it — typed fields of the expected types, anything else a
+    scalar, a list of strings or an object of scalars — which the strict reader below would take
+    as it is."""
+    if type(case) is not dict or type(case.get("question")) is not str or type(case.get("expected_answer", "")) \
+            is not str or type(case.get("out_of_scope", False)) is not bool:
+        return False
+    for name, value in case.items():
+        kind = type(value)
+        if kind is list:
+            if not all(type(v) is str for v in value):
+                return False
+        elif name in SNAPSHOT_LISTS and value is not None:
+            return False
+        elif kind is dict:
+            if name == "grades" and not all(type(g) is int and g >= 0 for g in value.values()):
+                return False
+            if not all(type(k) is str and _scalar(v) for k, v in value.items()):
+                return False
+        elif name == "grades" and value is not None or not _scalar(value):
+            return False
+    return True
+
+
 def _snapshot_case(value: Any, key: str, r: Reader) -> dict[str, Any]:
     """One case of the golden snapshot: the fields the golden diff and policy drift read are typed."""
+    if _plain_snapshot_case(value):
+        return dict(value)
     case = r.obj(r.json(value, key), key)
     r.str_(r.req(case, "question", key), f"{key}.question")
     r.str_(case.get("expected_answer") or "", f"{key}.expected_answer")
