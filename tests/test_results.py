@@ -96,6 +96,10 @@ def test_a_reused_chunk_id_with_another_text_keeps_its_text_inline():
 @pytest.mark.parametrize("edit, message", [
     (lambda d: d["chunks"][next(iter(d["chunks"]))].update(text="edited"), r"chunks\..*\.sha256.*does not match"),
     (lambda d: d["chunks"].pop(next(iter(d["chunks"]))), r"retrieved\[\d\].*no text here and none in the chunk table"),
+    (lambda d: d["cases"][0]["retrieved"][0].update(chunk_id=["c1"]),
+     r"cases\[0\]\.retrieved\[0\]\.chunk_id: expected a string, got list"),
+    (lambda d: d["cases"][0]["retrieved"][1].pop("chunk_id"),
+     r"cases\[0\]\.retrieved\[1\]: chunk None has no text here and none in the chunk table"),
 ])
 def test_a_broken_chunk_table_is_bad_input_naming_the_key(edit, message):
     written = json.loads(to_json(RunResult.from_dict(release()).to_dict()))
