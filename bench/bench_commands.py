@@ -3,6 +3,7 @@
     python bench/bench_commands.py                       # 5,000 cases over 2,000 sections, 3 runs each
     python bench/bench_commands.py --runs 1 --profile DIR   # also a cProfile of each command (pstats files)
     python bench/bench_commands.py --json bench/results-commands.json
+    python bench/bench_commands.py --before DIR      # also main's gate (DIR: `git archive main` unpacked)
 
 The project is bench/synthetic.py's (golden.yaml of 5,000 cases, corpus.json of ~150-token
 sections). Two RunResults of it are made first with `rageval run --reproducible`: the baseline
@@ -82,11 +83,14 @@ def measure(kind: str, project: Path, profile: str | None) -> dict:
     return {"cpu_s": round(time.process_time() - cpu, 3), "wall_s": round(time.perf_counter() - wall, 3)}
 
 
-def child(kind: str, project: Path, profile: str | None = None) -> dict:
+def child(kind: str, project: Path, profile: str | None = None, code: str | None = None) -> dict:
+    """One measurement in a fresh process; ``code``: a folder whose ``rageval`` the child imports
+    instead (PYTHONPATH), e.g. ``git archive main`` unpacked."""
     argv = [sys.executable, str(Path(__file__).resolve()), "--measure", kind, str(project)]
     if profile:
         argv += ["--profile", profile]
-    done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, check=False)
+    env = {**os.environ, "PYTHONPATH": str(Path(code).resolve())} if code else None
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, check=False, env=env)
     if done.returncode != 0:
         raise SystemExit(f"{kind} failed: {done.stderr[-2000:]}")
     return json.loads(done.stdout.splitlines()[-1])
@@ -113,11 +117,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--project", default=None, help="make the project and its two runs here, or reuse them "
                    "(default: a temporary folder)")
     p.add_argument("--json", default=None, help="write the figures here")
+    p.add_argument("--before", default=None, metavar="DIR", help="also measure the gate of the rageval in DIR "
+                   "(e.g. `git archive main | tar -x -C DIR`), alternating run by run with this one")
     args = p.parse_args(argv)
     if args.measure:
         print(json.dumps(measure(args.measure[0], Path(args.measure[1]), args.profile)))
         return 0
-    kinds = ("plain-gate", "gate", "plain-validate", "validate")
+    kinds = ("plain-gate", "gate", "plain-validate", "validate") + (("gate-before",) if args.before else ())
     samples: dict[str, list[dict]] = {k: [] for k in kinds}
     with tempfile.TemporaryDirectory() as tmp:
         project = Path(args.project or Path(tmp) / "project")
@@ -127,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
                  for name in ("baseline.json", "candidate.json", "golden.yaml", "corpus.json")}
         for _ in range(args.runs):
             for kind in kinds:
-                samples[kind].append(child(kind, project))
+                before = kind.endswith("-before")
+                samples[kind].append(child(kind.removesuffix("-before"), project, code=args.before if before else None))
         if args.profile:
             Path(args.profile).mkdir(parents=True, exist_ok=True)
             for kind in ("gate", "validate"):
@@ -137,7 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     figures = {"cases": args.cases, "sections": args.sections, "runs": args.runs, "input_mb": sizes,
                "cpu_s": cpu, "wall_s": wall,
                "ratio": {"gate": round(cpu["gate"] / cpu["plain-gate"], 2),
-                         "validate": round(cpu["validate"] / cpu["plain-validate"], 2)}, "goal": GOAL}
+                         "validate": round(cpu["validate"] / cpu["plain-validate"], 2),
+                         **({"gate-before": round(cpu["gate-before"] / cpu["plain-gate"], 2)} if args.before else {})},
+               "goal": GOAL}
     print(json.dumps(figures, indent=1))
     if args.json:
         figures["machine"] = {"cpus": os.cpu_count(), "python": platform.python_version(), "load": os.getloadavg()[0]}

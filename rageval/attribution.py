@@ -41,7 +41,7 @@ from rageval.gate.verdict import Verdict
 from rageval.golden.corpus import Corpus, load_corpus
 from rageval.knobs import Knob, all_knobs
 from rageval.metrics.judge import JUDGE_PARAMETERS
-from rageval.metrics.registry import case_value
+from rageval.metrics.values import case_value
 from rageval.results import RunResult
 from rageval.settings import Config, flatten
 

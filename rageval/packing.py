@@ -66,7 +66,8 @@ def pack(cases: list[dict[str, Any]], snapshot: Mapping[str, Mapping[str, Any]] 
     return table
 
 
-def _table(data: Mapping[str, Any], r: Reader) -> dict[str, Mapping[str, Any]]:
+def _table(data: Mapping[str, Any], r: Reader) -> dict[str, dict[str, Any]]:
+    """Chunk id -> the fields its table entry puts back into an item (text, sections, tokens)."""
     table = {}
     for chunk_id, entry in r.obj(data.get("chunks") or {}, "chunks").items():
         where = f"chunks.{chunk_id}"
@@ -74,19 +75,22 @@ def _table(data: Mapping[str, Any], r: Reader) -> dict[str, Mapping[str, Any]]:
         text = r.str_(r.req(entry, "text", where), f"{where}.text")
         if _sha(text) != r.str_(r.req(entry, "sha256", where), f"{where}.sha256"):  # type: ignore[arg-type]
             raise r.fail(f"{where}.sha256", "does not match the chunk's text (the file was edited or truncated)")
-        table[str(chunk_id)] = entry
+        table[str(chunk_id)] = {k: entry[k] for k in ("text", *CHUNK_FIELDS) if k in entry}
     return table
 
 
-def _item(item: Any, table: Mapping[str, Mapping[str, Any]], key: str, r: Reader) -> Any:
+def _item(item: Any, table: Mapping[str, Mapping[str, Any]], i: int, j: int, r: Reader) -> Any:
+    """Item ``j`` of case ``i``'s retrieved list with its chunk's fields put back."""
     if not isinstance(item, Mapping) or "text" in item:
         return item
+    chunk_id = item.get("chunk_id")
+    fields = table.get(chunk_id) if type(chunk_id) is str else None
+    if fields is not None:
+        return {**fields, **item}
+    key = f"cases[{i}].retrieved[{j}]"
     if "chunk_id" in item:               # a list or an object would be no key of the table
-        r.str_(item["chunk_id"], f"{key}.chunk_id")
-    entry = table.get(item.get("chunk_id"))
-    if entry is None:
-        raise r.fail(key, f"chunk {item.get('chunk_id')!r} has no text here and none in the chunk table")
-    return {**{k: entry[k] for k in ("text", *CHUNK_FIELDS) if k in entry}, **item}
+        r.str_(chunk_id, f"{key}.chunk_id")
+    raise r.fail(key, f"chunk {chunk_id!r} has no text here and none in the chunk table")
 
 
 def unpack(data: Mapping[str, Any], r: Reader) -> list[Any]:
@@ -105,7 +109,6 @@ def unpack(data: Mapping[str, Any], r: Reader) -> list[Any]:
         if isinstance(known, Mapping):
             case = {**{k: known[k] for k in GOLDEN_FIELDS if k in known and k not in case}, **case}
         if isinstance(case.get("retrieved"), list):
-            case = {**case, "retrieved": [_item(x, table, f"cases[{i}].retrieved[{j}]", r)
-                                          for j, x in enumerate(case["retrieved"])]}
+            case = {**case, "retrieved": [_item(x, table, i, j, r) for j, x in enumerate(case["retrieved"])]}
         cases.append(case)
     return cases

@@ -21,6 +21,7 @@ Reading and writing the files (strict JSON, size bound, atomic writes) is ``rage
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -32,6 +33,7 @@ from rageval.cost import Cost
 from rageval.errors import RagevalError, ResultError
 from rageval.files import Reader, parse_result_json, read_result_file
 from rageval.metrics.registry import metric_bounds, sigma_bounds
+from rageval.metrics.values import value_reader
 from rageval.packing import pack, unpack
 from rageval.records import CaseResult, Record
 
@@ -206,8 +208,40 @@ GOLDEN_KEYS = tuple(f.name for f in fields(GoldenInfo))
 SNAPSHOT_LISTS = ("expected_sections", "tags", "must_include", "must_not_include", "numbers")
 
 
+def _scalar(value: Any) -> bool:
+    kind = type(value)
+    return (kind is str or kind is bool or value is None or (kind is int and -1e300 < value < 1e300)
+            or (kind is float and math.isfinite(value)))
+
+
+def _plain_snapshot_case(case: Any) -> bool:
+    """A snapshot case as rageval writes it — typed fields of the expected types, anything else a
+    scalar, a list of strings or an object of scalars — which the strict reader below would take
+    as it is."""
+    if type(case) is not dict or type(case.get("question")) is not str or type(case.get("expected_answer", "")) \
+            is not str or type(case.get("out_of_scope", False)) is not bool:
+        return False
+    for name, value in case.items():
+        kind = type(value)
+        if kind is list:
+            if not all(type(v) is str for v in value):
+                return False
+        elif name in SNAPSHOT_LISTS and value is not None:
+            return False
+        elif kind is dict:
+            if name == "grades" and not all(type(g) is int and g >= 0 for g in value.values()):
+                return False
+            if not all(type(k) is str and _scalar(v) for k, v in value.items()):
+                return False
+        elif name == "grades" and value is not None or not _scalar(value):
+            return False
+    return True
+
+
 def _snapshot_case(value: Any, key: str, r: Reader) -> dict[str, Any]:
     """One case of the golden snapshot: the fields the golden diff and policy drift read are typed."""
+    if _plain_snapshot_case(value):
+        return dict(value)
     case = r.obj(r.json(value, key), key)
     r.str_(r.req(case, "question", key), f"{key}.question")
     r.str_(case.get("expected_answer") or "", f"{key}.expected_answer")
@@ -351,6 +385,20 @@ class RunResult:
         """The cases by id, in the run's order."""
         return {c.id: c for c in self.cases}
 
+    @cached_property
+    def _values(self) -> dict[str, list[float | None]]:
+        return {}
+
+    def values_of(self, metric: str) -> list[float | None]:
+        """Each case's value of the summary metric ``metric`` (``rageval.metrics.values``), in the
+        order of ``cases``: read once per run, and shared by its summary, the bootstrap and the
+        thresholds."""
+        table = self._values
+        if metric not in table:
+            read = value_reader(metric)
+            table[metric] = [read(c) for c in self.cases]
+        return table[metric]
+
     @property
     def case_ids(self) -> list[str]:
         return [c.id for c in self.cases]
@@ -360,7 +408,14 @@ class RunResult:
         return 0.0 if self.noise is None else self.noise.sigma_of(metric, slice_key)
 
     def replace(self, **changes: Any) -> RunResult:
-        return replace(self, **changes)
+        """A copy with ``changes``; one with the same cases keeps what was read off them (the
+        cases by id, their metric values)."""
+        new = replace(self, **changes)
+        if "cases" not in changes or changes["cases"] is self.cases:
+            for name in ("case_map", "_values"):
+                if name in self.__dict__:
+                    new.__dict__[name] = self.__dict__[name]
+        return new
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON written (schema_version 2): packed (rageval.packing), each text written once."""

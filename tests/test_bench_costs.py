@@ -25,8 +25,10 @@ def test_bench_cases_times_every_stage(tmp_path):
 
 
 def test_bench_commands_gives_ratios_to_a_plain_parse(tmp_path):
+    # --before: another tree's gate (here this one's) measured beside it, against the same parse
     figures = _bench("bench_commands.py", "--cases", "30", "--sections", "20", "--runs", "1",
-                     "--project", str(tmp_path / "project"), out=tmp_path / "commands.json")
-    assert set(figures["cpu_s"]) == {"plain-gate", "gate", "plain-validate", "validate"}
+                     "--project", str(tmp_path / "project"), "--before", str(ROOT), out=tmp_path / "commands.json")
+    assert set(figures["cpu_s"]) == {"plain-gate", "gate", "plain-validate", "validate", "gate-before"}
     assert figures["ratio"]["gate"] == round(figures["cpu_s"]["gate"] / figures["cpu_s"]["plain-gate"], 2)
+    assert figures["ratio"]["gate-before"] == round(figures["cpu_s"]["gate-before"] / figures["cpu_s"]["plain-gate"], 2)
     assert (tmp_path / "project" / "verdict.json").is_file() and (tmp_path / "project" / "report.md").is_file()

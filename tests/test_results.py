@@ -96,6 +96,10 @@ def test_a_reused_chunk_id_with_another_text_keeps_its_text_inline():
 @pytest.mark.parametrize("edit, message", [
     (lambda d: d["chunks"][next(iter(d["chunks"]))].update(text="edited"), r"chunks\..*\.sha256.*does not match"),
     (lambda d: d["chunks"].pop(next(iter(d["chunks"]))), r"retrieved\[\d\].*no text here and none in the chunk table"),
+    (lambda d: d["cases"][0]["retrieved"][0].update(chunk_id=["c1"]),
+     r"cases\[0\]\.retrieved\[0\]\.chunk_id: expected a string, got list"),
+    (lambda d: d["cases"][0]["retrieved"][1].pop("chunk_id"),
+     r"cases\[0\]\.retrieved\[1\]: chunk None has no text here and none in the chunk table"),
 ])
 def test_a_broken_chunk_table_is_bad_input_naming_the_key(edit, message):
     written = json.loads(to_json(RunResult.from_dict(release()).to_dict()))
@@ -319,3 +323,32 @@ def test_verdict_from_json_is_the_strict_entry_for_verdict_files():
         Verdict.from_json(data.replace(b'"verdict":', b'"verdict": "pass", "verdict":', 1), "verdict.json")
     with pytest.raises(ResultError, match=r"^verdict\.json: line \d+: NaN is not a finite number"):
         Verdict.from_json(data.replace(b'"comparable": true', b'"comparable": NaN', 1), "verdict.json")
+
+
+SNAPSHOT_CASE = {"question": "Đổi trả trong mấy ngày?", "expected_sections": ["DT-1"], "expected_answer": "7 ngày",
+                 "slice": {"type": "lookup", "numeric": True}, "tags": ["pr"], "numbers": ["7 ngày"],
+                 "out_of_scope": False, "grades": {"DT-1": 2}}
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"tags": "pr"}, "golden.cases.q1.tags: expected a list, got 'pr'"),
+    ({"numbers": [7]}, r"golden.cases.q1.numbers\[0\]: expected a string, got 7"),
+    ({"grades": {"DT-1": True}}, "golden.cases.q1.grades.DT-1: expected an integer, got True"),
+    ({"grades": {"DT-1": -1}}, "golden.cases.q1.grades.DT-1: expected an integer ≥ 0, got -1"),
+    ({"out_of_scope": "no"}, "golden.cases.q1.out_of_scope: expected true or false, got 'no'"),
+    ({"question": None}, "golden.cases.q1.question: expected a string, got None"),
+    ({"slice": {"deep": {"deeper": [1e308 * 10]}}}, "golden.cases.q1.slice.deep.deeper"),
+])
+def test_a_golden_snapshot_case_is_read_strictly(change, message):
+    data = run([case("q1")]).to_dict()
+    data["golden"]["cases"] = {"q1": {**SNAPSHOT_CASE, **change}}
+    with pytest.raises(ResultError, match=message):
+        RunResult.from_dict(data, "baseline.json")
+
+
+@pytest.mark.parametrize("change", [{}, {"expected_answer": None, "tags": None, "grades": None},
+                                    {"slice": {"lang": "vi", "size": 2.5}, "source": {"file": "a.md", "line": 3}}])
+def test_a_golden_snapshot_case_reads_back_as_written(change):
+    data = run([case("q1")]).to_dict()
+    data["golden"]["cases"] = {"q1": {**SNAPSHOT_CASE, **change}}
+    assert RunResult.from_dict(copy.deepcopy(data), "baseline.json").golden.cases == data["golden"]["cases"]

@@ -79,14 +79,27 @@ def identity(fields: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
-def case_contents(run: RunResult, *, snapshot: bool) -> dict[str, str]:
-    """Case id -> fingerprint of what the case asks and expects: from the golden snapshot when
-    ``snapshot`` (both runs carry one), else from the cases the run answered."""
+def case_fields(run: RunResult, *, snapshot: bool) -> Mapping[str, Mapping[str, Any]]:
+    """Case id -> what the case asks and expects: from the golden snapshot when ``snapshot`` (both
+    runs carry one), else from the cases the run answered."""
     if snapshot and run.golden.cases is not None:
-        return {i: identity(c) for i, c in run.golden.cases.items()}
-    return {c.id: identity({"question": c.question, "expected_sections": list(c.expected_sections),
-                                "expected_answer": c.expected_answer, "out_of_scope": c.out_of_scope})
-            for c in run.cases}
+        return run.golden.cases
+    return {c.id: {"question": c.question, "expected_sections": list(c.expected_sections),
+                   "expected_answer": c.expected_answer, "out_of_scope": c.out_of_scope} for c in run.cases}
+
+
+def case_contents(run: RunResult, *, snapshot: bool) -> dict[str, str]:
+    """Case id -> fingerprint of what the case asks and expects (:func:`case_fields`)."""
+    return {i: identity(c) for i, c in case_fields(run, snapshot=snapshot).items()}
+
+
+def _same(before: Mapping[str, Mapping[str, Any]], after: Mapping[str, Mapping[str, Any]], case_id: str) -> bool:
+    """Whether the case asks and expects the same in both (absent from both: the same); equal
+    fields need no fingerprint."""
+    a, b = before.get(case_id), after.get(case_id)
+    if a is None or b is None:
+        return a is b
+    return a == b or identity(a) == identity(b)
 
 
 def _what_changed(added: tuple[str, ...], changed: tuple[str, ...], removed: tuple[str, ...]) -> str:
@@ -181,11 +194,12 @@ def compare(baseline: RunResult | None, candidate: RunResult, cfg: GateConfig) -
     if not baseline.cases:
         return _not_comparable(cfg, MSG_NO_CASES.format(n=len(candidate.cases)))
     snapshot = baseline.golden.cases is not None and candidate.golden.cases is not None
-    before, after = case_contents(baseline, snapshot=snapshot), case_contents(candidate, snapshot=snapshot)
+    before, after = case_fields(baseline, snapshot=snapshot), case_fields(candidate, snapshot=snapshot)
     answered = baseline.case_map
-    common = tuple(i for i in candidate.case_map if i in answered and before.get(i) == after.get(i))
+    same = {i for i in candidate.case_map if _same(before, after, i)}
+    common = tuple(i for i in candidate.case_map if i in answered and i in same)
     added = tuple(i for i in candidate.case_map if i not in before)
-    changed = tuple(i for i in candidate.case_map if i in before and i in after and before[i] != after[i])
+    changed = tuple(i for i in candidate.case_map if i in before and i in after and i not in same)
     removed = tuple(i for i in answered if snapshot and i not in after)
     metrics, reasons = _metrics(baseline, candidate)
     versions = {"before": baseline.golden.version, "after": candidate.golden.version}

@@ -65,15 +65,18 @@ def config_diff(before: Mapping[str, Any] | None, after: Mapping[str, Any] | Non
     return sorted(out, key=lambda d: d.key)
 
 
-def statistics(baseline: RunResult, candidate: RunResult, cfg: GateConfig, common: list[str]
+def statistics(baseline: RunResult, candidate: RunResult, cfg: GateConfig, common: list[str],
+               compared: Mapping[str, CaseResult] | None = None
                ) -> tuple[dict[str | None, stats.McNemar], dict[str, stats.BootstrapCI]]:
-    """McNemar overall (key None) and per gated slice; bootstrap CI per summary / gated metric.
-    With ``gate.significance`` the CI is at confidence 1 − significance, else 95%."""
-    before = {i: c.passed for i, c in baseline.case_map.items()}
+    """McNemar overall (key None) and per gated slice over the baseline's ``compared`` cases (default:
+    all); bootstrap CI per summary / gated metric over the ``common`` cases. With
+    ``gate.significance`` the CI is at confidence 1 − significance, else 95%."""
+    compared = baseline.case_map if compared is None else compared
+    before = {i: c.passed for i, c in compared.items()}
     after = {i: c.passed for i, c in candidate.case_map.items()}
     tests: dict[str | None, stats.McNemar] = {None: stats.mcnemar(before, after)}
     for slice_key in cfg.slices:
-        ids = [i for i, c in baseline.case_map.items() if slice_key in c.slice_labels]
+        ids = [i for i, c in compared.items() if slice_key in c.slice_labels]
         tests[slice_key] = stats.mcnemar({i: before[i] for i in ids}, {i: after[i] for i in ids if i in after})
     names = list(dict.fromkeys([*candidate.summary.metrics, *cfg.floors, *cfg.max_drop]))
     confidence = 1.0 - cfg.significance if cfg.significance is not None else stats.DEFAULT_CONFIDENCE
@@ -107,7 +110,7 @@ def _per_case(baseline: RunResult | None, candidate: RunResult, cmp: Comparison,
     removed, common = set(cmp.removed), set(cmp.common)
     base = {i: c for i, c in baseline.case_map.items() if i in common or (i not in cand and i not in removed)}
     pass_to_fail, fail_to_pass, rank_drops = case_diff(base, cand)
-    tests, bootstrap = statistics(baseline.replace(cases=tuple(base.values())), candidate, cfg, list(cmp.common))
+    tests, bootstrap = statistics(baseline, candidate, cfg, list(cmp.common), base)
     return _PerCase(pass_to_fail, fail_to_pass, rank_drops, tests, bootstrap)
 
 

@@ -4,7 +4,7 @@ Pure functions over records (numpy only); nothing here does I/O or knows about t
 The gate (``rageval.gate.decide``) decides; this module measures.
 
 * :func:`case_values` / :func:`paired_values` — the per-case values behind one summary metric
-  (``rageval.metrics.aggregate.case_value``: the numbers whose mean is the summary value), so two
+  (``rageval.metrics.values.case_value``: the numbers whose mean is the summary value), so two
   runs can be compared case by case.
 * :func:`mcnemar` / :func:`mcnemar_exact` — exact McNemar test on the discordant pass/fail pairs.
 * :func:`paired_bootstrap` / :func:`bootstrap_deltas` — seeded paired bootstrap CI of a delta.
@@ -19,7 +19,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rageval.metrics.registry import case_value
 from rageval.records import Record
 from rageval.results import RunResult
 
@@ -32,24 +31,32 @@ DEFAULT_CONFIDENCE = 0.95
 
 def case_values(run: RunResult, metric: str) -> dict[str, float]:
     """Case id -> per-case value of ``metric`` for every case that contributes to it."""
-    out: dict[str, float] = {}
-    for case in run.cases:
-        value = case_value(case, metric)
-        if value is not None:
-            out[case.id] = value
-    return out
+    return {case.id: value for case, value in zip(run.cases, run.values_of(metric)) if value is not None}
+
+
+Pairs = tuple[np.ndarray, np.ndarray]
+
+
+def pairs_of(baseline: RunResult, candidate: RunResult, ids: Iterable[str] | None = None) -> Pairs:
+    """Where each case both runs answered (restricted to ``ids`` when given) sits in the baseline's
+    and in the candidate's cases, in the candidate's order."""
+    where = {case.id: i for i, case in enumerate(baseline.cases)}
+    keep = None if ids is None else set(ids)
+    found = [(where[c.id], j) for j, c in enumerate(candidate.cases) if c.id in where and (keep is None or c.id in keep)]
+    return np.array([b for b, _ in found], dtype=np.intp), np.array([c for _, c in found], dtype=np.intp)
 
 
 def paired_values(baseline: RunResult, candidate: RunResult, metric: str,
-                  ids: Iterable[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
+                  ids: Iterable[str] | None = None, pairs: Pairs | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Aligned (before, after) arrays of ``metric`` over the cases both runs have a value for,
-    restricted to ``ids`` when given, in the candidate's order."""
-    before = case_values(baseline, metric)
-    after = case_values(candidate, metric)
-    keep = None if ids is None else set(ids)
-    common = [i for i in after if i in before and (keep is None or i in keep)]
-    return (np.array([before[i] for i in common], dtype=float),
-            np.array([after[i] for i in common], dtype=float))
+    restricted to ``ids`` when given, in the candidate's order. ``pairs``: :func:`pairs_of` the
+    runs and ``ids``, when the caller pairs several metrics."""
+    at_base, at_cand = pairs_of(baseline, candidate, ids) if pairs is None else pairs
+    # a case without a value (None) is NaN here, and left out; every value a run holds is finite
+    before = np.array(baseline.values_of(metric), dtype=float)[at_base]
+    after = np.array(candidate.values_of(metric), dtype=float)[at_cand]
+    both = ~(np.isnan(before) | np.isnan(after))
+    return before[both], after[both]
 
 
 # --- McNemar ---------------------------------------------------------------------------------
@@ -115,14 +122,9 @@ class BootstrapCI(Record):
     OMIT_NONE = ("n",)
 
 
-def paired_bootstrap(before: Sequence[float], after: Sequence[float], *,
-                     resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
-                     confidence: float = DEFAULT_CONFIDENCE,
-                     draws: dict[tuple[int, int, int], np.ndarray] | None = None) -> BootstrapCI | None:
-    """Percentile bootstrap CI of mean(after − before), resampling cases (pairs) with
-    replacement. Seeded: the same inputs give the same interval. None for zero pairs. ``draws``:
-    resampled indices already drawn, by (pairs, resamples, seed) — the same seed draws the same
-    indices for every metric of a gate, so they are drawn once."""
+def _checked(before: Sequence[float], after: Sequence[float], resamples: int,
+             confidence: float) -> np.ndarray:
+    """after − before, once the arguments are known to make sense."""
     a = np.asarray(before, dtype=float)
     z = np.asarray(after, dtype=float)
     if a.shape != z.shape or a.ndim != 1:
@@ -131,35 +133,64 @@ def paired_bootstrap(before: Sequence[float], after: Sequence[float], *,
         raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
     if resamples < 1:
         raise ValueError(f"resamples must be at least 1, got {resamples}")
-    n = a.size
-    if n == 0:
-        return None
-    diffs = z - a
-    idx = None if draws is None else draws.get((n, resamples, seed))
-    if idx is None:
-        idx = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
-        if draws is not None:
-            draws[(n, resamples, seed)] = idx
-    means = diffs[idx].mean(axis=1)
+    return z - a
+
+
+#: resamples averaged at a time: each metric's resampled differences, BLOCK × pairs of them, stay in cache
+BLOCK = 50
+
+
+def resampled_means(diffs: np.ndarray, resamples: int, seed: int) -> np.ndarray:
+    """The mean of each row of ``diffs`` (metrics × pairs) over ``resamples`` resamples of the
+    pairs with replacement, drawn from the seed as ``integers(0, n, size=(resamples, n))``: a
+    resamples × metrics array. Every metric is resampled with the same indices, drawn once, and
+    averaged a block of resamples at a time."""
+    n = diffs.shape[1]
+    drawn = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+    sums = np.empty((resamples, diffs.shape[0]))
+    for start in range(0, resamples, BLOCK):
+        rows = drawn[start:start + BLOCK]
+        for k, row in enumerate(diffs):
+            sums[start:start + len(rows), k] = np.take(row, rows).sum(axis=1)
+    return sums / n
+
+
+def _interval(diffs: np.ndarray, means: np.ndarray, confidence: float) -> BootstrapCI:
     alpha = 1.0 - confidence
     low, high = np.percentile(means, [100 * alpha / 2, 100 * (1 - alpha / 2)])
-    return BootstrapCI(float(diffs.mean()), float(low), float(high), int(n))
+    return BootstrapCI(float(diffs.mean()), float(low), float(high), int(diffs.size))
+
+
+def paired_bootstrap(before: Sequence[float], after: Sequence[float], *,
+                     resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
+                     confidence: float = DEFAULT_CONFIDENCE) -> BootstrapCI | None:
+    """Percentile bootstrap CI of mean(after − before), resampling cases (pairs) with
+    replacement. Seeded: the same inputs give the same interval. None for zero pairs."""
+    diffs = _checked(before, after, resamples, confidence)
+    if diffs.size == 0:
+        return None
+    return _interval(diffs, resampled_means(diffs[None, :], resamples, seed)[:, 0], confidence)
 
 
 def bootstrap_deltas(baseline: RunResult, candidate: RunResult, metrics: Iterable[str], *,
                      ids: Iterable[str] | None = None, resamples: int = DEFAULT_RESAMPLES,
                      seed: int = DEFAULT_SEED, confidence: float = DEFAULT_CONFIDENCE) -> dict[str, BootstrapCI]:
     """Paired bootstrap CI of each metric's delta over the common cases; metrics with no
-    per-case values (or no common cases) are left out."""
-    keep = None if ids is None else list(ids)
-    out: dict[str, BootstrapCI] = {}
-    draws: dict[tuple[int, int, int], np.ndarray] = {}
-    for metric in metrics:
-        before, after = paired_values(baseline, candidate, metric, keep)
-        ci = paired_bootstrap(before, after, resamples=resamples, seed=seed, confidence=confidence, draws=draws)
-        if ci is not None:
-            out[metric] = ci
-    return out
+    per-case values (or no common cases) are left out. Each is :func:`paired_bootstrap`'s interval;
+    the metrics with as many pairs are resampled together (the same seed draws the same indices)."""
+    pairs = pairs_of(baseline, candidate, ids)
+    diffs = {m: _checked(*paired_values(baseline, candidate, m, pairs=pairs), resamples, confidence) for m in metrics}
+    by_size: dict[int, list[str]] = {}
+    for metric, d in diffs.items():
+        if d.size:
+            by_size.setdefault(d.size, []).append(metric)
+    found: dict[str, BootstrapCI] = {}
+    for names in by_size.values():
+        rows = np.stack([diffs[m] for m in names])
+        means = resampled_means(rows, resamples, seed)
+        for k, metric in enumerate(names):
+            found[metric] = _interval(rows[k], means[:, k], confidence)
+    return {m: found[m] for m in diffs if m in found}
 
 
 # --- noise -----------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The summary of a run: one definition for the runner, the gate and the stats.
 
-``summarize`` is the mean of each summary metric's per-case values (``registry.case_value``: the
+``summarize`` is the mean of each summary metric's per-case values (``values.case_value``: the
 case's own retrieval value, or what its declaration says — a check rate, a count, a detail), so a
 summary can always be recomputed from the cases, and a paired comparison of two runs uses exactly
 the values the summaries were made of. ``verdict_of`` is the one rule that turns a case's checks
@@ -12,10 +12,12 @@ An aggregate over nothing is None ("n/a"), never NaN. Pure functions, no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import operator
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from rageval.metrics.registry import case_value, parse_metric, summary_metric_names
+from rageval.metrics.registry import parse_metric, summary_metric_names
+from rageval.metrics.values import case_value, value_reader
 from rageval.records import ERROR, FAIL, CaseResult, CheckResult
 from rageval.results import RunResult, Summary
 
@@ -51,7 +53,10 @@ def recomputed(run: RunResult) -> RunResult:
     """``run`` with every case verdict re-derived from its checks and the summary recomputed from
     the cases: what the gate compares, whatever a results file claims."""
     cases = tuple(rederived(c) for c in run.cases)
-    return run.replace(cases=cases, summary=summarize(cases, run.metric_names))
+    if all(map(operator.is_, cases, run.cases)):     # every verdict as the file says: the same cases
+        cases = run.cases
+    run = run.replace(cases=cases)
+    return run.replace(summary=summarize(cases, run.metric_names, run.values_of))
 
 
 def mean(values: Iterable[float | None]) -> float | None:
@@ -72,14 +77,20 @@ def summarize_cases(cases: Sequence[CaseResult], metric_names: Sequence[str],
                    n_errors=sum(1 for c in cases if c.error), metrics=metrics)
 
 
-def summarize(cases: Sequence[CaseResult], metric_names: Sequence[str]) -> Summary:
-    """The run's Summary: overall and one per slice label (``type=lookup``), labels sorted."""
+def summarize(cases: Sequence[CaseResult], metric_names: Sequence[str],
+              values_of: Callable[[str], Sequence[float | None]] | None = None) -> Summary:
+    """The run's Summary: overall and one per slice label (``type=lookup``), labels sorted.
+    ``values_of(metric)``: each case's value of ``metric``, when the caller has them
+    (``RunResult.values_of``); otherwise read here."""
     groups: dict[str, list[int]] = {}
     for i, case in enumerate(cases):
         for label in case.slice_labels:
             groups.setdefault(label, []).append(i)
     names = [*metric_names, *(m for m in summary_metric_names() if m not in metric_names)]
-    table = {name: [case_value(c, name) for c in cases] for name in names}     # each case's values, read once
+    if values_of is None:                   # each case's values, read once
+        table = {name: list(map(value_reader(name), cases)) for name in names}
+    else:
+        table = {name: values_of(name) for name in names}
     overall = summarize_cases(cases, metric_names, table)
     by_slice = {label: summarize_cases([cases[i] for i in rows], metric_names,
                                        {name: [column[i] for i in rows] for name, column in table.items()})

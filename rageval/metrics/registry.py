@@ -28,7 +28,7 @@ from typing import Any
 from rageval.metrics import retrieval
 from rageval.metrics.numbers import check_numbers
 from rageval.metrics.rules import check_phrases, check_refusal
-from rageval.records import ERROR, FAIL, PASS, CaseResult, CheckResult, Retrieved
+from rageval.records import CaseResult, CheckResult, Retrieved
 
 #: the stages a check runs in, in the runner's order; ``gate`` checks are set by the gate itself
 RETRIEVAL, RULE, MODEL, GATE = "retrieval", "rule", "model", "gate"
@@ -370,22 +370,6 @@ def case_metrics(names: Sequence[str], ranking: retrieval.Ranking, tokens: Seque
 
 # --- per-case values --------------------------------------------------------------------------
 
-def _rate_of_checks(case: CaseResult, checks: Sequence[Check]) -> float | None:
-    applied = [] if case.error else [s for s in (case.status(c.name) for c in checks) if s in (PASS, FAIL, ERROR)]
-    return (1.0 if all(s == PASS for s in applied) else 0.0) if applied else None
-
-
-def case_value(case: CaseResult, metric: str) -> float | None:
-    """The value ``case`` contributes to the summary metric ``metric`` (None: left out of its mean)."""
-    declared = REGISTRY.metrics.get(metric)
-    if declared is not None:
-        return declared.value(case) if declared.value is not None else _rate_of_checks(case, REGISTRY.feeders(metric))
-    if not is_retrieval_metric(metric):
-        return None
-    value = case.metrics.get(metric)
-    return None if value is None else float(value)
-
-
 def detail_share(check: str, key: str) -> Callable[[CaseResult], float | None]:
     """A case's value read from a number its check recorded in ``details[key]``."""
     def value(case: CaseResult) -> float | None:
@@ -492,7 +476,7 @@ register(Check("answered", "(set by the gate) the candidate has a result for eve
 del _family
 
 __all__ = ["COUNT", "GATE", "MODEL", "RATE", "REGISTRY", "RETRIEVAL", "RULE", "CaseInput", "Check", "Metric",
-           "MetricName", "RetrievalFamily", "case_metrics", "case_value", "detail_share", "from_retrieval", "is_rate", "is_retrieval_metric", "metrics_fed_by", "producible",
+           "MetricName", "RetrievalFamily", "case_metrics", "detail_share", "from_retrieval", "is_rate", "is_retrieval_metric", "metrics_fed_by", "producible",
            "judged_metric_names", "metric_bounds", "metrics_table_markdown", "needs_model", "parse_metric",
            "register", "registered", "retrieval_metric_names", "rule_check_names", "sigma_bounds",
            "summary_metric_names", "zero_tolerance_names"]

@@ -260,6 +260,22 @@ def test_a_version_bump_that_changes_no_case_compares_every_case():
     assert verdict.comparable and verdict.pass_to_fail == ("q01", "q03")
 
 
+def test_cases_compare_on_what_they_ask_and_expect_not_on_how_the_snapshot_writes_it():
+    # both runs carry a golden snapshot: a case whose tags changed, or whose empty must_include is
+    # now left out, still compares; one whose question changed does not
+    cases = [case(f"q{i}") for i in range(1, 5)]
+    base = {c.id: {"question": c.question, "expected_sections": ["DT-1"], "tags": ["pr"], "must_include": []}
+            for c in cases}
+    new = {**base, "q1": {**base["q1"], "tags": ["pr", "holdout-later"]},
+           "q2": {k: v for k, v in base["q2"].items() if k != "must_include"},
+           "q3": {**base["q3"], "question": "Reworded?"}}
+    verdict = verdict_on(run(cases, version=2, golden_cases=base), run(cases, golden_cases=new),
+                         GateConfig(min_common_cases=1))
+    assert verdict.golden.compared_cases == 3 and verdict.comparable
+    assert messages(verdict, blocking=False)[0].startswith("golden set v2 → v3: 1 changed; drops, pass→fail cases and "
+                                                           "statistics are compared on the 3 unchanged cases")
+
+
 def test_not_comparable_can_pass():
     before, after = seed_runs()
     before = before.replace(metric_names=("hit@1", "mrr@5"))

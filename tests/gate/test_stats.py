@@ -104,6 +104,47 @@ def test_bootstrap_deltas_pairs_cases_by_id_over_the_common_cases():
     assert "judge_pass" not in result                              # skipped everywhere: no values
 
 
+def test_bootstrap_means_are_those_of_the_seeded_resamples():
+    # the definition, computed the plain way: draw resamples × n indices from the seed, average
+    # the resampled differences, take the percentiles
+    rng = np.random.default_rng(11)
+    before, after = rng.random(37), rng.random(37)
+    idx = np.random.default_rng(3).integers(0, 37, size=(500, 37))
+    means = (after - before)[idx].mean(axis=1)
+    low, high = np.percentile(means, [5.0, 95.0])
+    ci = stats.paired_bootstrap(before, after, resamples=500, seed=3, confidence=0.9)
+    assert (ci.delta, ci.low, ci.high, ci.n) == ((after - before).mean(), low, high, 37)
+    hits_before, hits_after = rng.integers(0, 2, 301).astype(float), rng.integers(0, 2, 301).astype(float)
+    idx = np.random.default_rng(0).integers(0, 301, size=(2000, 301))
+    low, high = np.percentile((hits_after - hits_before)[idx].mean(axis=1), [2.5, 97.5])
+    ci = stats.paired_bootstrap(hits_before, hits_after)
+    assert (ci.low, ci.high) == (low, high)
+
+
+def test_bootstrap_deltas_give_each_metric_its_own_bootstrap():
+    # metrics with as many pairs are resampled together, and each gets paired_bootstrap's interval, to the bit
+    rng = np.random.default_rng(5)
+    base = _run(*(_case(f"q{i}", mrr=float(rng.random()), numbers="pass" if i % 3 else "skipped",
+                        tokens=int(rng.integers(50, 150))) for i in range(60)))
+    cand = _run(*(_case(f"q{i}", mrr=float(rng.random()), passed=bool(i % 4), numbers="fail" if i % 5 else "pass",
+                        tokens=int(rng.integers(50, 150))) for i in range(60)))
+    metrics = ["mrr@5", "numbers_pass", "context_tokens", "pass_rate"]
+    together = stats.bootstrap_deltas(base, cand, metrics)
+    assert list(together) == metrics
+    assert together["numbers_pass"].n == 40 and together["mrr@5"].n == 60
+    for metric in metrics:
+        assert together[metric] == stats.paired_bootstrap(*stats.paired_values(base, cand, metric))
+
+
+def test_case_values_are_those_of_the_run_as_replaced():
+    result = _run(_case("a", mrr=0.5), _case("b", mrr=0.25))
+    assert stats.case_values(result, "mrr@5") == {"a": 0.5, "b": 0.25}
+    fewer = result.replace(cases=result.cases[1:])
+    assert stats.case_values(fewer, "mrr@5") == {"b": 0.25}
+    assert stats.case_values(fewer.replace(created_at="then"), "mrr@5") == {"b": 0.25}
+    assert stats.case_values(result, "mrr@5") == {"a": 0.5, "b": 0.25}
+
+
 # --- per-case values -------------------------------------------------------------------------
 
 def test_case_values_follow_the_summary_rules():
