@@ -31,7 +31,7 @@ from typing import Any
 
 from rageval.cost import Cost
 from rageval.errors import RagevalError, ResultError
-from rageval.files import Reader, parse_result_json, read_result_file
+from rageval.files import Reader, parse_result_json, paused_gc, read_result_file
 from rageval.metrics.registry import metric_bounds, sigma_bounds
 from rageval.metrics.values import value_reader
 from rageval.packing import pack, unpack
@@ -485,10 +485,11 @@ class RunResult:
 
     @classmethod
     def from_json(cls, data: bytes, where: str, *, error: type[RagevalError] = ResultError) -> RunResult:
-        """The one way in for a results file's bytes, wherever they come from (a file, the baseline
-        artifact): strict JSON within the size bound (``rageval.files.parse_result_json``), then
-        ``from_dict``. Raises ``error`` naming ``where`` and the line or key of the first problem."""
-        return cls.from_dict(parse_result_json(data, where, error), where, error=error)
+        """The one way in for a results file's bytes (a file, the baseline artifact): strict JSON within
+        the size bound (``files.parse_result_json``), then ``from_dict``, the cycle collector paused.
+        Raises ``error`` naming ``where`` and the line or key of the first problem."""
+        with paused_gc():
+            return cls.from_dict(parse_result_json(data, where, error), where, error=error)
 
 
 def load_result(path: str | os.PathLike[str], error: type[RagevalError] = ResultError) -> RunResult:

@@ -7,11 +7,8 @@ action does (the CLI and the action are the only readers of ``GITHUB_*`` variabl
 from __future__ import annotations
 
 import argparse
-import contextlib
-import gc
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
@@ -19,7 +16,7 @@ from rageval import DEFAULT_CONFIG, flow
 from rageval.commands.shared import ProgressPrinter, build_evaluation, secret_filter
 from rageval.config import load_config
 from rageval.errors import EXIT_BLOCKED, EXIT_OK, RagevalError
-from rageval.files import append_text, read_result_file, write_json, write_text
+from rageval.files import append_text, paused_gc, read_result_file, write_json, write_text
 from rageval.gate import report, terminal
 from rageval.gate.junit import render_junit
 from rageval.gate.page import render_html
@@ -32,26 +29,10 @@ MSG_REPORT_NEEDS = ("rageval report: the markdown report is a gate's, so it need
                     "for one RunResult alone write the HTML report: --results RUN.json --html OUT.html")
 
 
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """Python's cycle collector off for a ``with`` block that reads and compares files, then back
-    as it was. Reading two 5,000-case RunResults and the golden set builds millions of objects and
-    no garbage cycles, and the collector, run again and again over everything built so far, took
-    about a third of `rageval gate`'s time (``python bench/bench_commands.py``). What the block
-    drops is freed as before, by reference counting."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
 def gate(args: argparse.Namespace, out: TextIO) -> int:
     cfg = load_config(args.config)
     if args.candidate:
-        with collector_paused():    # files in, a decision out: no app is run, no model called
+        with paused_gc():    # files in, a decision out (millions of objects, no cycles): ~1/3 of its time
             baseline = load_result(args.baseline) if args.baseline else None
             # what the candidate must answer comes from the golden set and --subset, never from the
             # file: a case it leaves out is a failing case, whatever subset the file claims
