@@ -29,7 +29,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from rageval.pipeline.hits import Hits
-from rageval.pipeline.shortlist import QueryTerms, Shortlist, exact_top
+from rageval.pipeline.shortlist import QueryTerms, Shortlist, exact_top, ranked_top
 
 __all__ = ["SparseRows", "VectorIndex"]
 
@@ -230,8 +230,11 @@ class VectorIndex:
         """
         return self.search_hits(query_vectors, top_k).lists()
 
-    def search_hits(self, query_vectors: np.ndarray | SparseRows, top_k: int) -> Hits:
-        """:meth:`search`, as arrays; the queries may also be :class:`SparseRows`."""
+    def search_hits(self, query_vectors: np.ndarray | SparseRows, top_k: int, *, scores: bool = True) -> Hits:
+        """:meth:`search`, as arrays; the queries may also be :class:`SparseRows`. ``scores=False``
+        gives the same rows in the same order with float32 approximations of their scores (within
+        the margin of :mod:`rageval.pipeline.shortlist`): a ranking, as reciprocal-rank fusion uses
+        it, for which only rows closer than that margin need scoring exactly."""
         if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 0:
             raise ValueError(f"VectorIndex.search: top_k must be a non-negative integer, got {top_k!r}")
         queries = _query_rows(query_vectors)
@@ -252,10 +255,13 @@ class VectorIndex:
             shortlist = Shortlist(blocks[-1].margin, k)
             for first, part in self._rows.parts():
                 shortlist.offer(block @ part.T, first)
-            which, rows = shortlist.pairs()
-            pairs.append((which + start, rows))
-        which, rows = (np.concatenate(x) for x in zip(*pairs))
-        return exact_top(QueryTerms.joined(blocks), which, rows, self._rows.parts(np.unique(rows)), k, m)
+            which, rows, approx = shortlist.pairs()
+            pairs.append((which + start, rows, approx))
+        which, rows, approx = (np.concatenate(x) for x in zip(*pairs))
+        terms = QueryTerms.joined(blocks)
+        if not scores:
+            return ranked_top(terms, which, rows, approx, self._rows.parts, k, m)
+        return exact_top(terms, which, rows, self._rows.parts(np.unique(rows)), k, m)
 
     def __repr__(self) -> str:
         return f"VectorIndex(n={len(self.ids)}, dim={self.dim})"

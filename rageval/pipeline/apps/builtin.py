@@ -58,7 +58,7 @@ class Retriever:
         if self.lexical is None:
             return self.index.search(query_rows(self.embedder, questions), depth)
         wide = min(self.size, max(depth, RRF_DEPTH))
-        dense = self.index.search_hits(query_rows(self.embedder, questions), wide)
+        dense = self.index.search_hits(query_rows(self.embedder, questions), wide, scores=False)   # fusion reads ranks
         return fuse_hits([dense, self.lexical.search_hits(questions, wide)], depth).lists()
 
 
