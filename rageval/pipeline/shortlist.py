@@ -153,13 +153,15 @@ def _exact_scores(terms: QueryTerms, queries: np.ndarray, rows: np.ndarray, part
 def ranked_top(terms: QueryTerms, queries: np.ndarray, rows: np.ndarray, approx: np.ndarray, parts_of,
                k: int, m: int) -> Hits:
     """The rows :func:`exact_top` ranks, in its order, with their float32 scores (a ranking, for
-    fusion). Two shortlisted rows of a query whose float32 scores differ by more than its margin
-    are in the order of those scores (their exact scores differ by more than 1e-6, so rounding keeps
-    them apart); only runs of rows closer than that, from the query's top k, are scored exactly
-    (``parts_of(rows)``: the parts holding those rows) and ordered by exact score, then row."""
+    fusion). Two shortlisted rows of a query whose float32 scores differ by more than 2γ(t + 1) +
+    1e-6 (each is within γ(t + 1) of the exact sum) are in the order of those scores: their exact
+    scores differ by more than 1e-6, so rounding keeps them apart. Only runs of rows closer than
+    that, from the query's top k, are scored exactly (``parts_of(rows)``: the parts holding those
+    rows) and ordered by exact score, then row."""
     order = np.lexsort((rows, -approx.astype(np.float64), queries))
     queries, rows, approx = queries[order], rows[order], approx[order]
-    close = (queries[1:] == queries[:-1]) & (approx[:-1].astype(np.float64) - approx[1:] <= terms.margin[queries[1:]])
+    apart = terms.margin / 2.0 + 5e-7                                       # 2γ(t + 1) + 1e-6
+    close = (queries[1:] == queries[:-1]) & (approx[:-1].astype(np.float64) - approx[1:] <= apart[queries[1:]])
     run = np.concatenate([[0], np.cumsum(~close)])                         # runs of close rows, in order
     run_start = np.flatnonzero(np.concatenate([[True], ~close]))[run]
     rank = np.arange(len(queries)) - np.searchsorted(queries, queries, "left")
