@@ -105,3 +105,20 @@ def test_empty_cases(k):
     assert empty.search_hits(np.ones((2, 4)), k, scores=False).rows.shape == (2, 0)
     three = _index(np.eye(3, 4, dtype=np.float32), True)
     assert three.search_hits(np.zeros((0, 4)), k, scores=False).rows.shape[0] == 0
+
+
+def test_parts_of_wanted_rows_hold_those_rows_exactly():
+    # Scoring a shortlist makes dense only its rows, in the parts that hold them, from several
+    # appended blocks (a part of 1,024 rows spans blocks of 700 here); the rows must be exact.
+    rng = np.random.default_rng(8)
+    docs = _sparse(rng, 3000, 24, 0.3)
+    rows = SparseRows(24)
+    for start in range(0, 3000, 700):
+        rows.append(docs[start:start + 700])
+    wanted = np.array([0, 5, 699, 700, 1023, 1024, 1400, 2047, 2999])
+    seen = []
+    for first, part in rows.parts(wanted):
+        mine = wanted[(wanted >= first) & (wanted < first + len(part))]
+        assert np.array_equal(part[mine - first], docs[mine])
+        seen += mine.tolist()
+    assert seen == wanted.tolist()
