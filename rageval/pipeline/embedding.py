@@ -288,19 +288,19 @@ class LocalEmbedder:
         :meth:`fit` of the same texts, from the counts fit kept (once: they are handed over)."""
         return self._rows(texts, "embed_document_rows")
 
-    def _rows(self, texts: Sequence[str], who: str) -> SparseRows:
+    def _rows(self, texts: Sequence[str], who: str, words: Words | None = None) -> SparseRows:
         if self._idf is None:
             raise RuntimeError(
                 f"LocalEmbedder.{who}: call fit(corpus_texts) first; the local embedder learns its "
                 "IDF weights from the corpus"
             )
         items = _as_text_list(texts, f"LocalEmbedder.{who}")
+        if words is not None and len(words) != len(items):
+            raise ValueError(f"LocalEmbedder.{who}: {len(words)} texts' words for {len(items)} texts")
         fitted, self._fitted = self._fitted, None
-        if fitted is not None and fitted[0] == items:
-            counts = fitted[1]
-        else:
-            counts = SparseRows(self.dim)
-            words = self._read(items)
+        counts = fitted[1] if fitted is not None and fitted[0] == items else None
+        if counts is None:
+            counts, words = SparseRows(self.dim), self._read(items, words)
             for start, stop in words.batches(_BATCH_TEXTS, _BATCH_WORDS):
                 counts.append(self._counts(words, start, stop))
         out = SparseRows(self.dim)
@@ -308,9 +308,10 @@ class LocalEmbedder:
             out.append_entries(per_row, columns, self._weigh(per_row, columns, values))
         return out
 
-    def embed_query_rows(self, texts: Sequence[str]) -> SparseRows:
-        """Like :meth:`embed_queries`, as :class:`~rageval.pipeline.index.SparseRows`."""
-        return self._rows(texts, "embed_query_rows")
+    def embed_query_rows(self, texts: Sequence[str], *, words: Words | None = None) -> SparseRows:
+        """Like :meth:`embed_queries`, as :class:`~rageval.pipeline.index.SparseRows`; ``words``: the
+        texts' words as this vocabulary read them (hybrid reads its questions once, for BM25 too)."""
+        return self._rows(texts, "embed_query_rows", words)
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         return self._rows(texts, "embed_documents").dense()

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from rageval.pipeline.hits import Hits
-from rageval.pipeline.shortlist import QueryTerms, Shortlist, exact_top
+from rageval.pipeline.shortlist import QueryTerms, Shortlist, exact_top, ranked_top
 
 __all__ = ["SparseRows", "VectorIndex"]
 
@@ -125,15 +125,41 @@ class SparseRows:
 
     def parts(self, wanted: np.ndarray | None = None):
         """(first row, float32 dense rows) of consecutive parts of 1,024 rows (the last may be
-        shorter), or only of those holding one of the ``wanted`` rows (ascending). The array is one
-        buffer, overwritten by the next part."""
+        shorter). With ``wanted`` (row numbers, ascending, distinct): only the parts holding one of
+        them, and in those only the wanted rows are made dense (the others hold stale values: read
+        the wanted rows only), so scoring a few rows costs those rows, not their parts. The array
+        is one buffer, overwritten by the next part."""
         n, buffer = self.shape[0], np.zeros((min(_PART_ROWS, self.shape[0]), self.dim), dtype=np.float32)
+        if wanted is not None:
+            wanted = np.asarray(wanted, dtype=np.int64)
         for start in _starts(n, wanted):
             part = buffer[:min(_PART_ROWS, n - start)]
-            part.fill(0.0)
-            for rows, columns, values, span in self._slices(start, start + len(part)):
-                part[rows, columns[span]] = values[span]
+            if wanted is None:
+                part.fill(0.0)
+                for rows, columns, values, span in self._slices(start, start + len(part)):
+                    flat = rows * self.dim                   # one flat index: half the time of (row, column)
+                    flat += columns[span]
+                    part.reshape(-1)[flat] = values[span]
+            else:
+                lo, hi = np.searchsorted(wanted, [start, start + len(part)])
+                self._fill(part, start, wanted[lo:hi])
             yield start, part
+
+    def _fill(self, part: np.ndarray, start: int, rows: np.ndarray) -> None:
+        """Make ``rows`` (ascending, in start..start + len(part) - 1) dense in ``part``."""
+        part[rows - start] = 0.0
+        for i in range(bisect.bisect_right(self._starts, int(rows[0])) - 1, len(self._blocks)):
+            first, (per_row, columns, values) = self._starts[i], self._blocks[i]
+            if first > rows[-1]:
+                break
+            lo, hi = np.searchsorted(rows, [first, first + len(per_row)])
+            local = rows[lo:hi] - first
+            count = per_row[local].astype(np.int64)
+            begin = (np.cumsum(per_row, dtype=np.int64) - per_row)[local]
+            pos = np.arange(int(count.sum()), dtype=np.int64) + np.repeat(begin - (np.cumsum(count) - count), count)
+            flat = np.repeat((rows[lo:hi] - start) * self.dim, count)
+            flat += columns[pos]
+            part.reshape(-1)[flat] = values[pos]
 
 
 def _starts(n: int, wanted: np.ndarray | None) -> list[int]:
@@ -230,8 +256,11 @@ class VectorIndex:
         """
         return self.search_hits(query_vectors, top_k).lists()
 
-    def search_hits(self, query_vectors: np.ndarray | SparseRows, top_k: int) -> Hits:
-        """:meth:`search`, as arrays; the queries may also be :class:`SparseRows`."""
+    def search_hits(self, query_vectors: np.ndarray | SparseRows, top_k: int, *, scores: bool = True) -> Hits:
+        """:meth:`search`, as arrays; the queries may also be :class:`SparseRows`. ``scores=False``
+        gives the same rows in the same order with float32 approximations of their scores (within
+        the margin of :mod:`rageval.pipeline.shortlist`): a ranking, as reciprocal-rank fusion uses
+        it, for which only rows closer than that margin need scoring exactly."""
         if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 0:
             raise ValueError(f"VectorIndex.search: top_k must be a non-negative integer, got {top_k!r}")
         queries = _query_rows(query_vectors)
@@ -252,10 +281,13 @@ class VectorIndex:
             shortlist = Shortlist(blocks[-1].margin, k)
             for first, part in self._rows.parts():
                 shortlist.offer(block @ part.T, first)
-            which, rows = shortlist.pairs()
-            pairs.append((which + start, rows))
-        which, rows = (np.concatenate(x) for x in zip(*pairs))
-        return exact_top(QueryTerms.joined(blocks), which, rows, self._rows.parts(np.unique(rows)), k, m)
+            which, rows, approx = shortlist.pairs()
+            pairs.append((which + start, rows, approx))
+        which, rows, approx = (np.concatenate(x) for x in zip(*pairs))
+        terms = QueryTerms.joined(blocks)
+        if not scores:
+            return ranked_top(terms, which, rows, approx, self._rows.parts, k, m)
+        return exact_top(terms, which, rows, self._rows.parts(np.unique(rows)), k, m)
 
     def __repr__(self) -> str:
         return f"VectorIndex(n={len(self.ids)}, dim={self.dim})"

@@ -187,9 +187,13 @@ class BM25Index:
         scores (documents sharing no word with the query score 0) by row index."""
         return self.search_hits(queries, top_k).lists()
 
-    def search_hits(self, queries: Sequence[str], top_k: int) -> Hits:
-        """:meth:`search`, as arrays."""
-        words = self.vocabulary.read(list(queries))
+    def search_hits(self, queries: Sequence[str], top_k: int, *, words: Words | None = None) -> Hits:
+        """:meth:`search`, as arrays. ``words``: the queries' words as this index's vocabulary read
+        them (a local embedder sharing the vocabulary reads them too)."""
+        if words is None:
+            words = self.vocabulary.read(list(queries))
+        elif len(words) != len(queries):
+            raise ValueError(f"BM25Index.search_hits: {len(words)} texts' words for {len(queries)} queries")
         n, m = len(self.ids), len(words)
         if n == 0 or top_k == 0:
             return Hits.empty(m)

@@ -20,7 +20,7 @@ import numpy as np
 
 from rageval.pipeline.hits import SCORE_DECIMALS, Hits
 
-__all__ = ["QueryTerms", "Shortlist", "exact_top"]
+__all__ = ["QueryTerms", "Shortlist", "exact_top", "ranked_top"]
 
 _UNIT_ROUNDOFF = 2.0 ** -24       # float32
 _PRODUCTS = 1 << 18               # exact products gathered at once (~4 MB an array)
@@ -108,11 +108,10 @@ class Shortlist:
         keep = scores >= self.floor[queries]
         self._kept, self._size = [(queries[keep], rows[keep], scores[keep])], int(keep.sum())
 
-    def pairs(self) -> tuple[np.ndarray, np.ndarray]:
-        """The shortlisted (query, row) pairs."""
+    def pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The shortlisted (query, row) pairs and their float32 scores."""
         self._cut()
-        queries, rows, _ = self._kept[0]
-        return queries, rows
+        return self._kept[0]
 
 
 def _descending(scores: np.ndarray) -> np.ndarray:
@@ -132,6 +131,11 @@ def _score(keys: np.ndarray) -> np.ndarray:
 def exact_top(terms: QueryTerms, queries: np.ndarray, rows: np.ndarray, parts, k: int, m: int) -> Hits:
     """The top ``k`` of each of ``m`` queries among the shortlisted (query, row) pairs, scored
     exactly on the dense ``parts`` ((first row, rows) in ascending order) that hold them."""
+    return Hits.best(queries, rows, _exact_scores(terms, queries, rows, parts), m, k)
+
+
+def _exact_scores(terms: QueryTerms, queries: np.ndarray, rows: np.ndarray, parts) -> np.ndarray:
+    """The exact scores of (query, row) pairs, in their order, from the ``parts`` that hold them."""
     order = np.argsort(rows, kind="stable")
     queries, rows = queries[order], rows[order]
     scores = np.empty(len(rows), dtype=np.float64)
@@ -141,4 +145,37 @@ def exact_top(terms: QueryTerms, queries: np.ndarray, rows: np.ndarray, parts, k
             scores[lo:hi] = terms.exact(part, queries[lo:hi], rows[lo:hi] - first)
         if hi == len(rows):
             break
-    return Hits.best(queries, rows, scores, m, k)
+    out = np.empty_like(scores)
+    out[order] = scores
+    return out
+
+
+def ranked_top(terms: QueryTerms, queries: np.ndarray, rows: np.ndarray, approx: np.ndarray, parts_of,
+               k: int, m: int) -> Hits:
+    """The rows :func:`exact_top` ranks, in its order, with their float32 scores (a ranking, for
+    fusion). Two shortlisted rows of a query whose float32 scores differ by more than 2γ(t + 1) +
+    1e-6 (each is within γ(t + 1) of the exact sum) are in the order of those scores: their exact
+    scores differ by more than 1e-6, so rounding keeps them apart. Only runs of rows closer than
+    that, from the query's top k, are scored exactly (``parts_of(rows)``: the parts holding those
+    rows) and ordered by exact score, then row."""
+    order = np.lexsort((rows, -approx.astype(np.float64), queries))
+    queries, rows, approx = queries[order], rows[order], approx[order]
+    apart = terms.margin / 2.0 + 5e-7                                       # 2γ(t + 1) + 1e-6
+    close = (queries[1:] == queries[:-1]) & (approx[:-1].astype(np.float64) - approx[1:] <= apart[queries[1:]])
+    run = np.concatenate([[0], np.cumsum(~close)])                         # runs of close rows, in order
+    run_start = np.flatnonzero(np.concatenate([[True], ~close]))[run]
+    rank = np.arange(len(queries)) - np.searchsorted(queries, queries, "left")
+    tied = np.zeros(len(rows), dtype=bool)
+    tied[:-1] |= close
+    tied[1:] |= close
+    tied &= rank[run_start] < k                                             # the run starts in the top k
+    exact = np.zeros(len(rows), dtype=np.float64)
+    if tied.any():
+        exact[tied] = _exact_scores(terms, queries[tied], rows[tied], parts_of(np.unique(rows[tied])))
+    final = np.lexsort((rows, -exact, run))
+    queries, rows, approx = queries[final], rows[final], approx[final]
+    top = rank < k                                       # the ranks within a query are those of any order of it
+    out = Hits(np.full((m, k), -1, dtype=np.int64), np.zeros((m, k), dtype=np.float64))
+    out.rows[queries[top], rank[top]] = rows[top]
+    out.scores[queries[top], rank[top]] = approx[top]
+    return out

@@ -58,8 +58,14 @@ class Retriever:
         if self.lexical is None:
             return self.index.search(query_rows(self.embedder, questions), depth)
         wide = min(self.size, max(depth, RRF_DEPTH))
-        dense = self.index.search_hits(query_rows(self.embedder, questions), wide)
-        return fuse_hits([dense, self.lexical.search_hits(questions, wide)], depth).lists()
+        words = None
+        if self.lexical.vocabulary is getattr(self.embedder, "vocabulary", None):   # one vocabulary: read once
+            words = self.lexical.vocabulary.read(list(questions))
+            queries = self.embedder.embed_query_rows(questions, words=words)  # type: ignore[attr-defined]
+        else:
+            queries = query_rows(self.embedder, questions)
+        dense = self.index.search_hits(queries, wide, scores=False)                # fusion reads ranks only
+        return fuse_hits([dense, self.lexical.search_hits(questions, wide, words=words)], depth).lists()
 
 
 class BuiltinApp:
