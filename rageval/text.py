@@ -76,6 +76,20 @@ def folded_words(text: str) -> list[str]:
             return [w for p in pieces for w in (words.get(p) or fresh.get(p, ()))]
 
 
+def piece_words(pieces: list[str]) -> list[tuple[str, ...]]:
+    """:func:`folded_words` of each of ``pieces`` (texts without whitespace, as ``str.split`` cuts
+    them), from the same cache."""
+    words = _WORDS
+    try:
+        return list(map(words.__getitem__, pieces))
+    except KeyError:
+        if len(words) > _WORDS_LIMIT:
+            words.clear()
+        fresh = {p: tuple(_WORD.findall(fold(p))) for p in pieces if p not in words}
+        words.update(fresh)
+        return [words.get(p) or fresh.get(p, ()) for p in pieces]
+
+
 def tokenize(text: str) -> list[str]:
     """Words/numbers and single punctuation marks, in order."""
     return _TOKEN.findall(text)

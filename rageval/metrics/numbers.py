@@ -49,7 +49,8 @@ from decimal import Decimal
 from typing import Any
 
 from rageval.errors import did_you_mean
-from rageval.metrics.number_words import Number, Reader, is_plain, parse_digits
+from rageval.metrics.number_words import TOKEN, Number, Reader, is_plain, parse_digits
+from rageval.metrics.number_words import tokens as _tokens
 from rageval.records import CheckResult
 from rageval.text import fold, normalize
 
@@ -127,24 +128,13 @@ _DATE_CONTEXT: dict[str, frozenset[str]] = {
     "thứ": frozenset({"ngày"}), "thu": frozenset({"ngày"}),
 }
 
-# Superscript, subscript and circled digits ("7 ngày¹", "m²", "①") are digits to str.isdigit() but
-# numbers to nobody: each is a token of its own (a footnote mark ends the word before it), never
-# part of a number or a word.
-_MARKS = "\u00b2\u00b3\u00b9\u2070-\u2079\u2080-\u2089\u2460-\u24ff\u2776-\u2793"
-_TOKEN = re.compile(rf"\d+(?:[.,]\d+)*|[^\W\d_{_MARKS}]+|[{_MARKS}]|[^\w\s]")
-
-
-def _tokens(text: str) -> list[str]:
-    return _TOKEN.findall(unicodedata.normalize("NFC", text).casefold())
-
-
 def _written(text: str) -> tuple[str, list[tuple[int, int]]]:
     """The text the tokens of :func:`_tokens` are cut from, as written (case kept where folding keeps
     lengths), and each token's span in it: a quantity is shown as its text says it."""
     written = unicodedata.normalize("NFC", text)
     folded = written.casefold()
     source = written if len(folded) == len(written) else folded
-    return source, [m.span() for m in _TOKEN.finditer(folded)]
+    return source, [m.span() for m in TOKEN.finditer(folded)]
 
 
 @dataclass(frozen=True)

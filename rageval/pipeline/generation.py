@@ -10,8 +10,12 @@
 
 from __future__ import annotations
 
+import bisect
+import collections
+import itertools
 import math
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -20,7 +24,7 @@ import jinja2
 
 from rageval.errors import ConfigError, ModelError
 from rageval.pipeline.apps import Retrieved
-from rageval.text import folded_words, sentences
+from rageval.text import folded_words, piece_words
 
 #: what the extractive generator answers when no sentence covers the question, by language
 #: (rageval.metrics.rules recognises both as declines)
@@ -75,8 +79,9 @@ class ExtractiveGenerator:
     iteration order and hence of ``PYTHONHASHSEED``); ties are broken by position. A chunk's
     sentences are split and their words folded once per generator, not once per case that
     retrieves the chunk: the generator keeps them for up to ``cache_size`` chunks (the builtin app
-    passes its chunk count, so every chunk is read at most once), as words and offsets — a few
-    hundred bytes a sentence — and matches a question's terms against them on the fly.
+    passes its chunk count, so every chunk is read at most once), as words and offsets — about
+    2 KB a chunk of eight sentences — and matches a question's terms against them on the fly,
+    scoring only the sentences that hold one (a sentence holding none scores 0, never picked).
     """
 
     deterministic = True
@@ -88,6 +93,7 @@ class ExtractiveGenerator:
         self.name = f"extractive:{max_sentences}"
         self.cache_size = max(cache_size, CACHE_MIN)
         self._read: dict[tuple[str, tuple[str, ...]], tuple[Sentence, ...]] = {}
+        self._pieces: dict[str, tuple[str, ...]] = {}      # piece of text -> its content words
 
     def sentences_of(self, chunk: Retrieved) -> tuple[Sentence, ...]:
         """The chunk's sentences, read once (a full cache is emptied, not grown: memory stays bounded)."""
@@ -96,43 +102,43 @@ class ExtractiveGenerator:
         if found is None:
             if len(self._read) >= self.cache_size:
                 self._read.clear()
-            found = self._read[key] = _chunk_sentences(chunk.text, key[1], self.stop)
+            found = self._read[key] = _chunk_sentences(chunk.text, key[1], self.stop, self._pieces)
         return found
 
     def generate(self, question: str, chunks: Sequence[Retrieved], *, case_id: str, fresh: bool = False) -> Generated:
         q_terms = _terms(question, self.stop)
         if not q_terms:
             return Generated(self.decline)
-        # a bigram "a_b" of the question can only follow a word that is its text before an underscore
-        heads = frozenset(t[:i] for t in q_terms for i, ch in enumerate(t) if ch == "_")
-        candidates: list[tuple[int, frozenset[str]]] = []   # (chunk index, the question's terms it holds)
-        places: list[tuple[str, int, int]] = []             # (section heading, start, end) in that chunk
-        for ci, chunk in enumerate(chunks):
-            for heading, start, end, words in self.sentences_of(chunk):
-                candidates.append((ci, _matched(words, q_terms, heads)))
-                places.append((heading, start, end))
-        if not candidates:
+        read = [self.sentences_of(chunk) for chunk in chunks]
+        firsts = list(itertools.accumulate(map(len, read), initial=0))    # chunk -> its first position
+        n = firsts[-1]
+        if not n:
             return Generated(self.decline)
-        df: dict[str, int] = {}
-        for _, held in candidates:
-            for t in held:
-                df[t] = df.get(t, 0) + 1
-        n = len(candidates)
+        held = _holding(q_terms, itertools.chain.from_iterable(read))
+        if self.min_coverage <= 0:                     # then a sentence holding no term may be picked too
+            held = {pos: held.get(pos, frozenset()) for pos in range(n)}
+        df = collections.Counter(itertools.chain.from_iterable(held.values()))
         idf = {t: math.log(1 + n / max(df.get(t, 1), 1)) for t in q_terms}  # unseen words weigh as the rarest seen
-        unigrams = frozenset(t for t in q_terms if "_" not in t)
-        total = math.fsum(idf[t] for t in unigrams) or 1.0
-        # coverage: IDF share of the question's words a sentence contains; bigrams break ties.
-        scored = sorted(((math.fsum(idf[t] for t in held & unigrams) / total, math.fsum(idf[t] for t in held), -pos)
-                         for pos, (_, held) in enumerate(candidates)), reverse=True)
-        if scored[0][0] < self.min_coverage:
+        scored = _scores(held, idf, frozenset(t for t in q_terms if "_" not in t))
+        if not scored or scored[0][0] < self.min_coverage:
             return Generated(self.decline)
+
+        def place(pos: int) -> tuple[int, Sentence]:
+            ci = bisect.bisect_right(firsts, pos) - 1
+            return ci, read[ci][pos - firsts[ci]]
+
         # Further sentences come from the best sentence's own section: one passage answers.
-        home = (candidates[-scored[0][2]][0], places[-scored[0][2]][0])
-        best = [-s[2] for s in scored
-                if (candidates[-s[2]][0], places[-s[2]][0]) == home and s[0] >= self.min_coverage][: self.max_sentences]
-        best.sort()
-        text = chunks[home[0]].text
-        return Generated(" ".join(text[places[p][1]:places[p][2]] for p in best))
+        home_ci, home = place(-scored[0][2])
+        best = []
+        for coverage, _, neg in scored:
+            ci, sent = place(-neg)
+            if ci == home_ci and sent[0] == home[0] and coverage >= self.min_coverage:
+                best.append(sent)
+                if len(best) == self.max_sentences:
+                    break
+        best.sort(key=lambda sent: sent[1])
+        text = chunks[home_ci].text
+        return Generated(" ".join(text[start:end] for _, start, end, _ in best))
 
 
 def _terms(text: str, stop: frozenset[str] = _STOP) -> frozenset[str]:
@@ -141,21 +147,69 @@ def _terms(text: str, stop: frozenset[str] = _STOP) -> frozenset[str]:
     return frozenset(words).union(f"{a}_{b}" for a, b in zip(words, words[1:], strict=False))
 
 
-def _matched(words: tuple[str, ...], q_terms: frozenset[str], heads: frozenset[str]) -> frozenset[str]:
-    """``_terms`` of the sentence whose content words are ``words``, intersected with ``q_terms``,
-    without building the sentence's pairs unless one could be a term of the question."""
-    held = q_terms.intersection(words)
-    if heads.isdisjoint(words):
-        return held
-    pairs = {f"{a}_{b}" for a, b in zip(words, words[1:]) if a in heads}
-    return held | q_terms.intersection(pairs) if pairs else held
+def _holding(q_terms: frozenset[str], sentences: Iterable[Sentence]) -> dict[int, frozenset[str]]:
+    """Position → the question's terms the sentence there holds, for the sentences holding one. A
+    sentence holds a term that is one of its words or a pair of adjacent words joined by ``_`` (a
+    word may hold ``_`` itself, so every split of a term at a ``_`` is tried)."""
+    # a -> (term, b, b if it is a term: then a sentence holding the pair holds it) for each split a_b of a term
+    by_head: dict[str, list[tuple[str, str, str | None]]] = {}
+    for t in q_terms:
+        for i, ch in enumerate(t):
+            if ch == "_":
+                b = t[i + 1:]
+                by_head.setdefault(t[:i], []).append((t, b, b if b in q_terms else None))
+    heads = frozenset(by_head)
+    held: dict[int, frozenset[str]] = {}
+    for pos, sent in enumerate(sentences):
+        words = sent[3]
+        terms = q_terms.intersection(words)
+        if not heads.isdisjoint(words):
+            pairs = [t for a in heads.intersection(words) for t, b, term in by_head[a]
+                     if t not in terms and (term is None or term in terms) and _adjacent(words, a, b)]
+            if pairs:
+                terms = terms.union(pairs)
+        if terms:
+            held[pos] = terms
+    return held
 
 
-def _chunk_sentences(text: str, sections: tuple[str, ...] = (), stop: frozenset[str] = _STOP) -> tuple[Sentence, ...]:
+def _adjacent(words: tuple[str, ...], a: str, b: str) -> bool:
+    """Whether ``b`` follows ``a`` somewhere in ``words`` (which hold ``a``)."""
+    i, last = words.index(a), len(words) - 1
+    while i < last:
+        if words[i + 1] == b:
+            return True
+        try:
+            i = words.index(a, i + 1)
+        except ValueError:
+            return False
+    return False
+
+
+def _scores(held: dict[int, frozenset[str]], idf: dict[str, float],
+            unigrams: frozenset[str]) -> list[tuple[float, float, int]]:
+    """(coverage, weight, -position) of each sentence of ``held``, best first: coverage is the IDF
+    share of the question's words the sentence holds, the IDF of all its terms breaks ties."""
+    total = math.fsum(idf[t] for t in unigrams) or 1.0
+    known: dict[frozenset[str], tuple[float, float]] = {}
+    scored = []
+    for pos, key in held.items():
+        score = known.get(key)
+        if score is None:
+            score = known[key] = (math.fsum(idf[t] for t in key & unigrams) / total, math.fsum(idf[t] for t in key))
+        scored.append((score[0], score[1], -pos))
+    scored.sort(reverse=True)
+    return scored
+
+
+def _chunk_sentences(text: str, sections: tuple[str, ...] = (), stop: frozenset[str] = _STOP,
+                     pieces: dict[str, tuple[str, ...]] | None = None) -> tuple[Sentence, ...]:
     """(section heading, start, end, content words) of each sentence of a chunk text, in order;
     ``text[start:end]`` is the sentence. Heading lines — a line that starts with the id of one of
     the chunk's ``sections`` ("DT-1 Thời hạn") — name the section of the sentences below them and
-    are not sentences; a paragraph that only looks like one ("Same-day delivery is …") is text."""
+    are not sentences; a paragraph that only looks like one ("Same-day delivery is …") is text.
+    ``pieces``: whitespace-separated piece → its content words, filled as pieces are met."""
+    pieces = {} if pieces is None else pieces
     out = []
     section = ""
     at = 0
@@ -166,11 +220,53 @@ def _chunk_sentences(text: str, sections: tuple[str, ...] = (), stop: frozenset[
             section = first
         if not line.strip() or heading:
             continue
-        for sent in sentences(line.lstrip("-*• ").strip()):
+        body = line.lstrip("-*• ").strip()
+        words = _content_words(body.split(), stop, pieces)     # a sentence is whole pieces of its line
+        i = 0
+        for sent in _line_sentences(body):
             start = text.find(sent, at)          # in order: found at or after the previous one's end
             at = start + len(sent)
-            out.append((section, start, at, tuple(_words(sent, stop))))
+            k = i + len(sent.split())
+            out.append((section, start, at, tuple(itertools.chain.from_iterable(words[i:k]))))
+            i = k
     return tuple(out)
+
+
+#: where a sentence ends inside a line: :data:`rageval.text.sentences`'s rule without its newlines
+_ENDS = re.compile(r"[.!?…]\s+(?=\S)")
+
+
+def _line_sentences(line: str) -> list[str]:
+    """:func:`rageval.text.sentences` of a text without line breaks (one regular expression pass
+    that needs no look-behind at every character)."""
+    out, at = [], 0
+    for m in _ENDS.finditer(line):
+        out.append(line[at:m.start() + 1].strip())
+        at = m.end()
+    out.append(line[at:].strip())
+    return [s for s in out if s]
+
+
+#: distinct pieces a generator keeps the content words of (then it starts over: memory stays bounded)
+PIECES_LIMIT = 200_000
+
+
+def _content_words(split: list[str], stop: frozenset[str],
+                   pieces: dict[str, tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """The content words (folded, not in ``stop``) of each piece of ``split``; each distinct piece
+    is read once (kept in ``pieces``)."""
+    try:
+        return list(map(pieces.__getitem__, split))
+    except KeyError:
+        if len(pieces) > PIECES_LIMIT:
+            pieces.clear()
+        known = {p: words for p in split if (words := pieces.get(p)) is not None}
+        missing = [p for p in dict.fromkeys(split) if p not in known]
+        fresh = {p: tuple(w for w in words if w not in stop) for p, words in zip(missing, piece_words(missing),
+                                                                                   strict=True)}
+        pieces.update(fresh)
+        known.update(fresh)
+        return [known[p] for p in split]
 
 
 class ChatGenerator:

@@ -77,3 +77,47 @@ def test_the_cache_holds_the_index_and_stays_bounded():
     assert len(generator._read) <= CACHE_MIN + 10
     heading, start, end, words = generator.sentences_of(chunks[7])[1]
     assert chunks[7].text[start:end] == "Phí 7 đồng." and words == ("phi", "7", "dong")
+
+
+def plain_sentences(text: str, sections: tuple[str, ...], stop: frozenset[str]) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(heading, sentence, content words) of a chunk, by text.sentences and folded_words sentence by sentence."""
+    out, section = [], ""
+    for line in text.splitlines():
+        first = line.strip().split(" ", 1)[0]
+        if first in sections:
+            section = first
+            continue
+        for sent in sentences(line.lstrip("-*• ").strip()) if line.strip() else ():
+            out.append((section, sent, tuple(w for w in folded_words(sent) if w not in stop)))
+    return out
+
+
+ODD = ["Đổi", "trả", "hàng.", "…", "30.000đ.", "v1.2", "(7", "ngày)!", "Phí?", "giao\u00a0hàng", "ĐƠN.", "tại",
+       "the.", "is", "a_b.", "!!", "ǅ", "Straße", "1,5", "triệu…", "x\u2003y.", "-", "•", "*"]
+odd_line = st.tuples(st.sampled_from(["", "- ", "* ", "• ", "DT-1 ", "  "]),
+                     st.lists(st.sampled_from(ODD), min_size=0, max_size=10),
+                     st.sampled_from([" ", "  ", "\t", " \u00a0"])).map(lambda t: t[0] + t[2].join(t[1]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(st.lists(odd_line, min_size=1, max_size=4).map("\n".join), min_size=1, max_size=3),
+       language=st.sampled_from(["vi", "en"]))
+def test_a_chunk_is_read_as_sentence_by_sentence(texts, language):
+    # one generator reads every text, so pieces met in an earlier chunk come from its memory
+    generator = ExtractiveGenerator(language=language)
+    for text in texts:
+        read = generator.sentences_of(Retrieved("c", ("DT-1",), text, 1.0, 10))
+        want = plain_sentences(text, ("DT-1",), STOP_WORDS[language])
+        assert [(h, text[a:b], w) for h, a, b, w in read] == want
+
+
+def test_a_chunk_with_diacritics_numbers_and_odd_punctuation():
+    text = "DT-1 Đổi trả\n- Đổi trả trong 7 ngày… Phí 30.000đ! Bản v1.2 (mới)?  Xong.\n• the cat is here."
+    read = ExtractiveGenerator(language="en").sentences_of(Retrieved("c", ("DT-1",), text, 1.0, 10))
+    assert [(h, text[a:b], w) for h, a, b, w in read] == [
+        ("DT-1", "Đổi trả trong 7 ngày…", ("doi", "tra", "7", "ngay")),       # "trong" is a function word
+        ("DT-1", "Phí 30.000đ!", ("phi", "30", "000d")),
+        ("DT-1", "Bản v1.2 (mới)?", ("v1", "2", "moi")),                  # so is "ban"
+        ("DT-1", "Xong.", ("xong",)),
+        ("DT-1", "the cat is here.", ("cat",)),
+    ]
