@@ -18,7 +18,6 @@ from decimal import Decimal
 
 from rageval.text import fold
 
-
 # Superscript, subscript and circled digits ("7 ngày¹", "m²", "①") are digits to str.isdigit() but
 # numbers to nobody: each is a token of its own (a footnote mark ends the word before it), never
 # part of a number or a word.

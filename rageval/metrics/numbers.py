@@ -41,7 +41,6 @@ Nothing here does I/O.
 from __future__ import annotations
 
 import functools
-import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
