@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 _TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -50,8 +50,42 @@ def fold(text: str) -> str:
     return _SPACE.sub(" ", text.casefold().translate(_FOLD)).strip()
 
 
-_WORDS: dict[str, tuple[str, ...]] = {}     # whitespace-separated piece -> its folded words
-_WORDS_LIMIT = 200_000
+class PieceCache:
+    """What ``cut`` makes of each distinct whitespace-free piece of text (as ``str.split`` cuts it),
+    computed once per process: the per-character work (folding, a regular expression) is paid once
+    per piece, not once per occurrence. At most ``limit`` pieces are kept; when full it starts
+    again. Threads may share one: a piece dropped by another thread's restart is cut again."""
+
+    def __init__(self, cut: Callable[[str], tuple[str, ...]], limit: int = 200_000) -> None:
+        self._cut, self._limit, self._known = cut, limit, {}
+
+    def each(self, pieces: list[str]) -> list[tuple[str, ...]]:
+        """``cut`` of each piece, in order."""
+        known = self._known
+        try:
+            return list(map(known.__getitem__, pieces))
+        except KeyError:
+            if len(known) > self._limit:
+                known.clear()
+            fresh = {p: self._cut(p) for p in pieces if p not in known}
+            known.update(fresh)
+            out = []
+            for p in pieces:
+                got = fresh.get(p)
+                if got is None:
+                    got = known.get(p)
+                out.append(self._cut(p) if got is None else got)
+            return out
+
+    def joined(self, pieces: list[str]) -> list[str]:
+        """The pieces' cuts one after another."""
+        try:
+            return list(itertools.chain.from_iterable(map(self._known.__getitem__, pieces)))
+        except KeyError:
+            return list(itertools.chain.from_iterable(self.each(pieces)))
+
+
+_WORDS = PieceCache(lambda piece: tuple(_WORD.findall(fold(piece))))   # a piece -> its folded words
 
 
 def folded_words(text: str) -> list[str]:
@@ -61,33 +95,7 @@ def folded_words(text: str) -> list[str]:
     Equal to ``re.findall(r"\w+", fold(text))``, computed piece by piece: folding works character by
     character and whitespace is never part of a word, so each distinct whitespace-separated piece is
     folded once per process (``str.translate`` over Vietnamese text is the slow part)."""
-    words = _WORDS
-    pieces = text.split()
-    try:
-        return list(itertools.chain.from_iterable(map(words.__getitem__, pieces)))
-    except KeyError:
-        if len(words) > _WORDS_LIMIT:
-            words.clear()
-        fresh = {p: tuple(_WORD.findall(fold(p))) for p in pieces if p not in words}
-        words.update(fresh)
-        try:
-            return list(itertools.chain.from_iterable(map(words.__getitem__, pieces)))
-        except KeyError:                                           # another thread cleared it
-            return [w for p in pieces for w in (words.get(p) or fresh.get(p, ()))]
-
-
-def piece_words(pieces: list[str]) -> list[tuple[str, ...]]:
-    """:func:`folded_words` of each of ``pieces`` (texts without whitespace, as ``str.split`` cuts
-    them), from the same cache."""
-    words = _WORDS
-    try:
-        return list(map(words.__getitem__, pieces))
-    except KeyError:
-        if len(words) > _WORDS_LIMIT:
-            words.clear()
-        fresh = {p: tuple(_WORD.findall(fold(p))) for p in pieces if p not in words}
-        words.update(fresh)
-        return [words.get(p) or fresh.get(p, ()) for p in pieces]
+    return _WORDS.joined(text.split())
 
 
 def tokenize(text: str) -> list[str]:

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import bisect
 import functools
-import itertools
 import re
 import unicodedata
 from dataclasses import dataclass
 from decimal import Decimal
 
-from rageval.text import fold
+from rageval.text import PieceCache, fold
 
 # Superscript, subscript and circled digits ("7 ngày¹", "m²", "①") are digits to str.isdigit() but
 # numbers to nobody: each is a token of its own (a footnote mark ends the word before it), never
@@ -25,24 +24,14 @@ _MARKS = "\u00b2\u00b3\u00b9\u2070-\u2079\u2080-\u2089\u2460-\u24ff\u2776-\u2793
 #: a token of the number rule: a number ("30.000"), a word, a mark, a punctuation character
 TOKEN = re.compile(rf"\d+(?:[.,]\d+)*|[^\W\d_{_MARKS}]+|[{_MARKS}]|[^\w\s]")
 
-_PIECES: dict[str, tuple[str, ...]] = {}      # whitespace-separated piece -> its tokens
-_PIECES_LIMIT = 200_000
+_PIECES = PieceCache(lambda piece: tuple(TOKEN.findall(piece)))   # a piece -> its tokens
 
 
 def tokens(text: str) -> list[str]:
     """The tokens the number rule reads: ``TOKEN.findall`` of the text, NFC and casefolded. No
     token spans whitespace, so they are found piece by piece (``str.split``), and each distinct
     piece is cut once per process (the regular expression over every character is the slow part)."""
-    pieces = unicodedata.normalize("NFC", text).casefold().split()
-    known = _PIECES
-    try:
-        return list(itertools.chain.from_iterable(map(known.__getitem__, pieces)))
-    except KeyError:
-        if len(known) > _PIECES_LIMIT:
-            known.clear()
-        fresh = {p: tuple(TOKEN.findall(p)) for p in pieces if p not in known}
-        known.update(fresh)
-        return [t for p in pieces for t in (fresh[p] if p in fresh else known.get(p) or TOKEN.findall(p))]
+    return _PIECES.joined(unicodedata.normalize("NFC", text).casefold().split())
 
 
 @functools.lru_cache(maxsize=16384)

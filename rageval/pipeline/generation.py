@@ -24,7 +24,7 @@ import jinja2
 
 from rageval.errors import ConfigError, ModelError
 from rageval.pipeline.apps import Retrieved
-from rageval.text import folded_words, piece_words
+from rageval.text import PieceCache, folded_words
 
 #: what the extractive generator answers when no sentence covers the question, by language
 #: (rageval.metrics.rules recognises both as declines)
@@ -93,7 +93,7 @@ class ExtractiveGenerator:
         self.name = f"extractive:{max_sentences}"
         self.cache_size = max(cache_size, CACHE_MIN)
         self._read: dict[tuple[str, tuple[str, ...]], tuple[Sentence, ...]] = {}
-        self._pieces: dict[str, tuple[str, ...]] = {}      # piece of text -> its content words
+        self._pieces = _content_pieces(self.stop)          # piece of text -> its content words
 
     def sentences_of(self, chunk: Retrieved) -> tuple[Sentence, ...]:
         """The chunk's sentences, read once (a full cache is emptied, not grown: memory stays bounded)."""
@@ -203,13 +203,13 @@ def _scores(held: dict[int, frozenset[str]], idf: dict[str, float],
 
 
 def _chunk_sentences(text: str, sections: tuple[str, ...] = (), stop: frozenset[str] = _STOP,
-                     pieces: dict[str, tuple[str, ...]] | None = None) -> tuple[Sentence, ...]:
+                     pieces: PieceCache | None = None) -> tuple[Sentence, ...]:
     """(section heading, start, end, content words) of each sentence of a chunk text, in order;
     ``text[start:end]`` is the sentence. Heading lines — a line that starts with the id of one of
     the chunk's ``sections`` ("DT-1 Thời hạn") — name the section of the sentences below them and
     are not sentences; a paragraph that only looks like one ("Same-day delivery is …") is text.
     ``pieces``: whitespace-separated piece → its content words, filled as pieces are met."""
-    pieces = {} if pieces is None else pieces
+    pieces = _content_pieces(stop) if pieces is None else pieces
     out = []
     section = ""
     at = 0
@@ -221,7 +221,7 @@ def _chunk_sentences(text: str, sections: tuple[str, ...] = (), stop: frozenset[
         if not line.strip() or heading:
             continue
         body = line.lstrip("-*• ").strip()
-        words = _content_words(body.split(), stop, pieces)     # a sentence is whole pieces of its line
+        words = pieces.each(body.split())     # a sentence is whole pieces of its line
         i = 0
         for sent in _line_sentences(body):
             start = text.find(sent, at)          # in order: found at or after the previous one's end
@@ -247,26 +247,10 @@ def _line_sentences(line: str) -> list[str]:
     return [s for s in out if s]
 
 
-#: distinct pieces a generator keeps the content words of (then it starts over: memory stays bounded)
-PIECES_LIMIT = 200_000
-
-
-def _content_words(split: list[str], stop: frozenset[str],
-                   pieces: dict[str, tuple[str, ...]]) -> list[tuple[str, ...]]:
-    """The content words (folded, not in ``stop``) of each piece of ``split``; each distinct piece
-    is read once (kept in ``pieces``)."""
-    try:
-        return list(map(pieces.__getitem__, split))
-    except KeyError:
-        if len(pieces) > PIECES_LIMIT:
-            pieces.clear()
-        known = {p: words for p in split if (words := pieces.get(p)) is not None}
-        missing = [p for p in dict.fromkeys(split) if p not in known]
-        fresh = {p: tuple(w for w in words if w not in stop) for p, words in zip(missing, piece_words(missing),
-                                                                                   strict=True)}
-        pieces.update(fresh)
-        known.update(fresh)
-        return [known[p] for p in split]
+def _content_pieces(stop: frozenset[str]) -> PieceCache:
+    """Each whitespace-separated piece's content words (folded, not in ``stop``), read once per piece
+    (at most PieceCache's limit kept: memory stays bounded)."""
+    return PieceCache(lambda piece: tuple(w for w in folded_words(piece) if w not in stop))
 
 
 class ChatGenerator:
