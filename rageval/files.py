@@ -173,17 +173,71 @@ def to_json(data: Any, *, compact: bool = False) -> str:
     """The JSON rageval writes: UTF-8 text, never NaN or Infinity; indented by one space, or
     ``compact`` (no whitespace at all) for large machine-read files."""
     if compact:
-        return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n"
+        return _COMPACT.encode(data) + "\n"
     return json.dumps(data, ensure_ascii=False, indent=1, allow_nan=False) + "\n"
 
 
-def write_json(path: str | os.PathLike[str], data: Any) -> None:
-    """Write JSON atomically (see write_text); a record with ``to_dict`` is written as that, and
-    compact when it says so (``compact_json``)."""
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_INDENTED = json.JSONEncoder(ensure_ascii=False, indent=1, allow_nan=False)
+#: characters of JSON text encoded and written at a time by ``write_json``
+PIECE_CHARS = 1 << 18
+
+
+def json_pieces(data: Any, *, compact: bool = False) -> Iterator[str]:
+    """``to_json(data, compact=compact)``'s text in consecutive pieces, the same characters, so a
+    writer holds one piece rather than the whole text (and its UTF-8 copy): 20,000 cases are a
+    50 MB file. Indented text comes from the encoder's own iteration (the pure-Python encoder,
+    which ``json.dumps`` also uses with ``indent``); compact text from the C encoder, called on the
+    items of the large containers (the top two levels, and any with 64 items or more)."""
+    yield from (_compact_pieces(data, 0) if compact else _INDENTED.iterencode(data))
+    yield "\n"
+
+
+def _compact_pieces(value: Any, depth: int) -> Iterator[str]:
+    if isinstance(value, dict) and value and (depth < 2 or len(value) >= 64) \
+            and all(type(key) is str for key in value):          # other keys: json's own conversion
+        opening = "{"
+        for key, item in value.items():
+            yield opening + _COMPACT.encode(key) + ":"
+            yield from _compact_pieces(item, depth + 1)
+            opening = ","
+        yield "}"
+    elif isinstance(value, (list, tuple)) and value and (depth < 2 or len(value) >= 64):
+        opening = "["
+        for item in value:
+            yield opening
+            yield from _compact_pieces(item, depth + 1)
+            opening = ","
+        yield "]"
+    else:
+        yield _COMPACT.encode(value)
+
+
+def _utf8_blocks(pieces: Iterable[str]) -> Iterator[bytes]:
+    """The pieces as UTF-8, joined into blocks of about ``PIECE_CHARS`` characters."""
+    block: list[str] = []
+    size = 0
+    for piece in pieces:
+        block.append(piece)
+        size += len(piece)
+        if size >= PIECE_CHARS:
+            out = "".join(block).encode("utf-8")
+            block.clear()                       # before the writer takes the block: one is held, not two
+            size = 0
+            yield out
+    if block:
+        yield "".join(block).encode("utf-8")
+
+
+def write_json(path: str | os.PathLike[str], data: Any, *, compact: bool | None = None, links: bool = True) -> None:
+    """Write JSON atomically (see write_bytes), streamed in blocks (``json_pieces``); a record with
+    ``to_dict`` is written as that, and compact when it says so (``compact_json``) unless
+    ``compact`` says. An unwritable value (NaN, an object json cannot encode) fails before the
+    file is replaced, as ever."""
+    compact = getattr(data, "compact_json", False) if compact is None else compact
     with paused_gc():
-        text = to_json(data.to_dict(), compact=getattr(data, "compact_json", False)) if hasattr(data, "to_dict") \
-            else to_json(data)
-    write_text(path, text)
+        tree = data.to_dict() if hasattr(data, "to_dict") else data
+        write_bytes(path, _utf8_blocks(json_pieces(tree, compact=compact)), links=links)
 
 
 @contextlib.contextmanager
@@ -223,9 +277,10 @@ MSG_SPECIAL = "{path}: {kind}, not something rageval writes to. Give the path of
 _OPEN_FILE = re.compile(r"^/(proc/(self|\d+)|dev)/fd/")
 
 
-def write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None = None, replace: bool = False,
-                links: bool = True) -> None:
-    """Write ``data`` to ``path``, by what is there (a RagevalError naming the path if it fails):
+def write_bytes(path: str | os.PathLike[str], data: bytes | Iterable[bytes], *, mode: int | None = None,
+                replace: bool = False, links: bool = True) -> None:
+    """Write ``data`` (bytes, or blocks of them made as they are written) to ``path``, by what is
+    there (a RagevalError naming the path if it fails):
 
     - nothing, or a regular file: a temp file in the same folder (``mode``, default FILE_MODE), then
       a rename, so a failed run never leaves half a file (the old file stays as it was);
@@ -243,7 +298,8 @@ def write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None =
     if not links and path.is_symlink():
         raise RagevalError(MSG_LINK.format(path=path, target=os.readlink(path)))
     if not replace and _in_place(path):
-        _write_in_place(path, data)
+        # made whole first: a block that fails to be made must not leave half a text in a pipe
+        _write_in_place(path, data if isinstance(data, bytes) else b"".join(data))
         return
     tmp: str | None = None
     try:
@@ -251,7 +307,8 @@ def write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None =
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         os.fchmod(fd, FILE_MODE if mode is None else mode)
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            for block in (data,) if isinstance(data, bytes) else data:
+                fh.write(block)
         os.replace(tmp, path)
         tmp = None
     except OSError as exc:

@@ -50,7 +50,7 @@ from rageval.errors import (
     ActionInputError,
     RagevalError,
 )
-from rageval.files import to_json, write_text
+from rageval.files import write_json, write_text
 from rageval.gate import terminal
 from rageval.gate.page import render_html
 from rageval.github.client import GitHubClient
@@ -105,8 +105,8 @@ def _finish(ctx: ActionContext, *, verdict: str, markdown: str, result: RunResul
     report_rel, html_rel = _report_path(results_rel), _report_path(results_rel, ".html")
     markdown = ctx.console.redact(markdown)   # a secret a model echoed stays out of every file
     data = map_strings(result.to_dict(), ctx.console.redact)
-    # as write_json writes it; never through a link (the checkout is the pull request's: rageval.files)
-    write_text(ctx.path(results_rel), to_json(data, compact=result.compact_json), links=False)
+    # never through a link (the checkout is the pull request's: rageval.files)
+    write_json(ctx.path(results_rel), data, compact=result.compact_json, links=False)
     write_text(ctx.path(report_rel), markdown, links=False)
     write_text(ctx.path(html_rel), ctx.console.redact(html), links=False)     # rendered from redacted text too
     summary = ctx.env.get("GITHUB_STEP_SUMMARY")
