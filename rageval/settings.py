@@ -202,8 +202,9 @@ class Config:
         return self.path.parent
 
     def metric_names(self) -> list[str]:
-        """The retrieval metric set this config produces, in report order (rageval.metrics.registry)."""
-        return retrieval_metric_names(self.retrieval.k, self.retrieval.token_budgets)
+        """The retrieval metric set this config produces, in report order (rageval.metrics.registry);
+        the same name objects every call, so every case's metrics share their keys."""
+        return list(_metric_names(self.retrieval.k, self.retrieval.token_budgets))
 
     def to_dict(self) -> dict[str, Any]:
         """The resolved config as plain JSON: paths relative to the config folder, no secrets
@@ -228,6 +229,11 @@ def _header_for_results(value: str) -> str:
     scheme), hide any literal value."""
     literal = ENV_REF.sub("", value)
     return value if ENV_REF.search(value) and not literal.replace("Bearer", "").strip(" :") else "***"
+
+
+@functools.lru_cache(maxsize=64)
+def _metric_names(k: tuple[int, ...], token_budgets: tuple[int, ...]) -> tuple[str, ...]:
+    return tuple(retrieval_metric_names(k, token_budgets))
 
 
 def _plain(value: Any, root: Path) -> Any:
