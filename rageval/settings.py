@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rageval.metrics.numbers import Unit, resolve_units
-from rageval.metrics.registry import retrieval_metric_names, zero_tolerance_names
+from rageval.metrics.registry import REGISTRY, retrieval_metric_names, zero_tolerance_names
 from rageval.metrics.rules import validate_refusal_markers
 from rageval.text import LANGUAGES, hide_password
 
@@ -204,7 +204,7 @@ class Config:
     def metric_names(self) -> list[str]:
         """The retrieval metric set this config produces, in report order (rageval.metrics.registry);
         the same name objects every call, so every case's metrics share their keys."""
-        return list(_metric_names(self.retrieval.k, self.retrieval.token_budgets))
+        return list(_metric_names(self.retrieval.k, self.retrieval.token_budgets, tuple(REGISTRY.families)))
 
     def to_dict(self) -> dict[str, Any]:
         """The resolved config as plain JSON: paths relative to the config folder, no secrets
@@ -232,7 +232,8 @@ def _header_for_results(value: str) -> str:
 
 
 @functools.lru_cache(maxsize=64)
-def _metric_names(k: tuple[int, ...], token_budgets: tuple[int, ...]) -> tuple[str, ...]:
+def _metric_names(k: tuple[int, ...], token_budgets: tuple[int, ...], families: tuple[str, ...]) -> tuple[str, ...]:
+    """``families``: the registry's retrieval families when asked (a family declared later is measured)."""
     return tuple(retrieval_metric_names(k, token_budgets))
 
 
