@@ -7,6 +7,7 @@ import collections
 import hashlib
 import json
 import math
+import re
 import subprocess
 import sys
 
@@ -113,3 +114,29 @@ def test_quick_is_the_smallest_scale_cell_and_the_demo():
     args = bench_offline.parse(["--quick"])
     assert (args.only, args.chunks, args.cases, args.runs) == ("scale,demo", [10_000], [1_000], 1)
     assert args.modes == ["dense", "bm25", "hybrid"] and not args.without_bm25s
+
+
+def test_the_readme_cost_table_quotes_the_results_file():
+    """Each cell of the README's 'Cost at release size' table is the CPU seconds (and × bm25s's)
+    of bench/results-offline.json's scale cell, as measured; 'not run' where the file has none."""
+    scale = json.loads((ROOT / "bench" / "results-offline.json").read_text(encoding="utf-8"))["scale"]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Cost at release size"):]
+    section = section[:section.index("\n## ")]
+    rows = [line for line in section.splitlines() if re.match(r"\| \d+[kM] × \d+k \|", line)]
+    assert len(rows) >= 4
+    sizes = {"k": 1_000, "M": 1_000_000}
+    for row in rows:
+        label, *cells = [c.strip() for c in row.strip("|").split("|")]
+        chunks, cases = (int(n) * sizes[unit] for n, unit in re.findall(r"(\d+)([kM])", label))
+        cell = scale[f"{chunks}x{cases}"]
+        for side, text in zip(("bm25s", "bm25", "dense", "hybrid"), cells, strict=True):
+            if text == "not run":
+                assert side not in cell, (label, side)
+                continue
+            shown = re.match(r"([\d.]+) s", text).group(1)
+            decimals = len(shown.split(".")[1]) if "." in shown else 0
+            assert float(shown) == round(cell[side]["cpu_s"], decimals), (label, side, text)
+            ratio = re.search(r"×([\d.]+)", text)
+            if side != "bm25s":
+                assert float(ratio.group(1)) == round(cell[side]["cpu_s"] / cell["bm25s"]["cpu_s"], 1), (label, side)
