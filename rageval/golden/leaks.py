@@ -4,9 +4,9 @@ in the prompt template, a few-shot file or a corpus section.
 A question leaks into a place holding at least ``min_overlap`` of its distinct word 3-grams (words
 as :func:`rageval.text.folded_words` cuts them: folded, runs of letters and digits). Every
 evaluation reads every corpus section, so what matters at a million sections (issue 25) is the cost
-per section: the texts are read a few million characters at a time — joined with an end marker and
-split once, each distinct whitespace-separated piece folded and numbered once, the pieces turned
-into question-word indices and the 3-grams looked up with numpy — with no Python step per text.
+per section: the texts are read about a million characters at a time by
+:class:`~rageval.golden.word_index.WordReader` (each word a question-word index, with numpy, no
+Python step per text or per word) and their 3-grams looked up all at once in the questions' table.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rageval.golden.corpus import Corpus
+from rageval.golden.corpus import Corpus, Section
 from rageval.golden.set import HOLDOUT_TAG, Case
 from rageval.golden.word_index import IntMap, WordReader
 from rageval.records import Record
@@ -148,14 +148,38 @@ def _text_hits(words: np.ndarray, text: np.ndarray, table: _Grams) -> tuple[np.n
     return place_of, question, hits
 
 
-def leak_places(prompt: Path | None, extra: Sequence[Path], corpus: Corpus, root: Path) -> list[tuple[str, str, bool]]:
+class Places(Sequence[tuple[str, str, bool]]):
+    """The places a question may leak into, as (label, text, by_line): some files, then the corpus
+    sections, whose labels ("corpus DT-3 (doi-tra)") are made only when asked for."""
+
+    def __init__(self, files: Sequence[tuple[str, str, bool]], sections: Sequence[Section]) -> None:
+        self._files, self._sections = tuple(files), sections
+
+    def __len__(self) -> int:
+        return len(self._files) + len(self._sections)
+
+    def __getitem__(self, i: int) -> tuple[str, str, bool]:  # type: ignore[override]
+        if not -len(self) <= i < len(self):
+            raise IndexError(i)
+        i %= len(self)
+        return self._files[i] if i < len(self._files) else _section_place(self._sections[i - len(self._files)])
+
+    def __iter__(self) -> Iterator[tuple[str, str, bool]]:
+        yield from self._files
+        yield from map(_section_place, self._sections)
+
+
+def _section_place(section: Section) -> tuple[str, str, bool]:
+    return f"corpus {section.id} ({section.document})", section.text, False
+
+
+def leak_places(prompt: Path | None, extra: Sequence[Path], corpus: Corpus, root: Path) -> Places:
     """The prompt template, the configured few-shot / extra files and every corpus section."""
-    places = []
+    files = []
     for path in [p for p in (prompt, *extra) if p is not None]:
         try:
             label = path.relative_to(root).as_posix()
         except ValueError:
             label = path.as_posix()
-        places.append((label, path.read_text(encoding="utf-8"), True))
-    places += [(f"corpus {s.id} ({s.document})", s.text, False) for s in corpus.sections]
-    return places
+        files.append((label, path.read_text(encoding="utf-8"), True))
+    return Places(files, corpus.sections)

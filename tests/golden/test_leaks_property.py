@@ -16,11 +16,13 @@ import unicodedata
 from unittest import mock
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from leaks_reference import find_leaks as reference_find_leaks
 
 from rageval.golden import leaks
+from rageval.golden.corpus import Corpus, Section
 from rageval.golden.set import Case
 from rageval.golden.word_index import IntMap, WordReader
 from rageval.text import folded_words
@@ -134,3 +136,17 @@ def test_int_map_finds_exactly_the_keys_it_holds(keys, queries):
     found = IntMap(np.array(keys, dtype=np.int64), np.array([held[k] for k in keys], dtype=np.int64))
     asked = queries + keys
     assert found.get(np.array(asked, dtype=np.int64)).tolist() == [held.get(q, -1) for q in asked]
+
+
+def test_places_are_the_files_then_every_section_labelled_as_the_report_names_it(tmp_path):
+    (tmp_path / "few-shot.md").write_text("Q: đổi trả?\nA: 7 ngày", encoding="utf-8")
+    sections = (Section("DT-1", "Đổi trả", "DT-1 Đổi trả\nTrong 7 ngày.", "doi-tra"),
+                Section("VC-2", "Phí", "VC-2 Phí\n30.000 đồng", "van-chuyen"))
+    places = leaks.leak_places(None, [tmp_path / "few-shot.md"], Corpus(sections, ()), tmp_path)
+    every = [("few-shot.md", "Q: đổi trả?\nA: 7 ngày", True),
+             ("corpus DT-1 (doi-tra)", "DT-1 Đổi trả\nTrong 7 ngày.", False),
+             ("corpus VC-2 (van-chuyen)", "VC-2 Phí\n30.000 đồng", False)]
+    assert list(places) == every and len(places) == 3
+    assert [places[i] for i in range(-3, 3)] == every + every
+    with pytest.raises(IndexError):
+        places[3]
