@@ -125,11 +125,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         out = Path(args.json)
         old = json.loads(out.read_text(encoding="utf-8")) if out.is_file() else {}
-        old.setdefault("cells", {}).update(figures)
-        old["machine"] = {"cpus": os.cpu_count(), "python": platform.python_version(),
-                          "load_1min": round(os.getloadavg()[0], 2), "when": time.strftime("%Y-%m-%d %H:%M UTC",
-                                                                                             time.gmtime())}
-        old["command"] = "python bench/bench_leaks.py " + " ".join(sys.argv[1:] if argv is None else argv)
+        where = {"command": "python bench/bench_leaks.py " + " ".join(sys.argv[1:] if argv is None else argv),
+                 "cpus": os.cpu_count(), "python": platform.python_version(), "load_1min": round(os.getloadavg()[0], 2),
+                 "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+        old.setdefault("cells", {}).update({name: {**cell, "measured": where} for name, cell in figures.items()})
         out.write_text(json.dumps(old, indent=1) + "\n", encoding="utf-8")
     return 0
 
