@@ -5,23 +5,20 @@ A gate is only as good as its golden set, and its failures are human: the policy
 the golden set does not; a question leaks into the prompt's few-shot examples; a section has
 no case at all. Everything here is a pure function of two *snapshots* — what a RunResult
 records about the golden set and the corpus (``golden_snapshot``, ``corpus_snapshot``) — or
-of a loaded golden set and the texts it could leak into. The versions committed in git are
-read by :mod:`rageval.golden.history`.
+of a loaded golden set and the texts it could leak into (the leak check itself:
+:mod:`rageval.golden.leaks`). The versions committed in git are read by :mod:`rageval.golden.history`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from rageval.errors import ConfigError, did_you_mean
 from rageval.golden.corpus import Corpus
+from rageval.golden.leaks import Leak, find_leaks, leak_places
 from rageval.golden.set import HOLDOUT_TAG, Case, GoldenSet, is_holdout, slice_labels
 from rageval.metrics.numbers import extract_quantities
 from rageval.records import Record
@@ -34,10 +31,6 @@ DIFF_FIELDS = ("question", "expected_sections", "grades", "expected_answer", "mu
                "out_of_scope", "slice", "tags", "source")
 #: Two questions under one id whose folded word sets overlap less than this are different questions.
 SAME_QUESTION_JACCARD = 0.5
-#: Leak check: questions shorter than this (in words) are too generic to look for.
-LEAK_MIN_WORDS = 4
-LEAK_NGRAM = 3
-_LEAK_TEXTS = 2000             # places read into one numpy pass of the leak check
 COVERAGE_LISTED = 100          # per-section counts `validate` prints by name
 
 # --- snapshots (what a RunResult records) ---------------------------------------------------
@@ -296,130 +289,6 @@ def drift_since(base_sections: Mapping[str, Mapping[str, Any]] | None, golden: G
         return []
     sections = corpus_snapshot(corpus, golden, units)
     return drift_messages(policy_drift(base_sections, sections, golden_snapshot(golden, units))[1])
-
-
-# --- leaks -----------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Leak(Record):
-    case: str
-    where: str                    # "prompt.j2 line 12", "corpus DT-3 (doi-tra)"
-    overlap: float                # share of the question's word 3-grams found there
-    holdout: bool
-
-    def message(self) -> str:
-        who = "a holdout case" if self.holdout else self.case
-        return (f"leak: the question of {who} appears in {self.where} ({self.overlap:.0%} of its word "
-                f"3-grams). A model that sees the question with its answer passes the case without retrieving; "
-                f"remove it there or drop the case.")
-
-
-def _ngrams(words: Sequence[str], n: int = LEAK_NGRAM) -> set[tuple[str, ...]]:
-    return set(zip(*(words[i:] for i in range(n))))
-
-
-def find_leaks(cases: Iterable[Case], places: Sequence[tuple[str, str, bool]], min_overlap: float) -> list[Leak]:
-    """Golden questions found (verbatim or near-verbatim) in ``places``: (label, text, by_line).
-    A question leaks into a place holding at least ``min_overlap`` of its word 3-grams; with
-    ``by_line`` the label names the line holding most of them.
-
-    Only the questions' words and 3-grams are indexed; every place is read once, its words turned
-    into those indices, and its 3-grams looked up all at once with numpy (:func:`_gram_hits`)."""
-    asked: list[tuple[Case, set[tuple[str, ...]]]] = []
-    for case in cases:
-        words = folded_words(case.question)
-        grams = _ngrams(words)
-        if len(words) >= LEAK_MIN_WORDS and grams:
-            asked.append((case, grams))
-    place, question, count = _gram_hits([grams for _, grams in asked], [text for _, text, _ in places])
-    overlap = count / np.array([len(grams) for _, grams in asked] or [1])[question]
-    keep = ~(overlap + 1e-9 < min_overlap)
-    leaks = []
-    for p, n, share in zip(place[keep].tolist(), question[keep].tolist(), overlap[keep].tolist()):
-        label, text, by_line = places[p]               # places in order, then questions in order
-        case, grams = asked[n]
-        where = label
-        if by_line:
-            lines = text.splitlines()
-            best = max(range(len(lines)), key=lambda i: len(grams & _ngrams(folded_words(lines[i]))))
-            where = f"{label} line {best + 1}"
-        leaks.append(Leak(case.id, where, round(share, 3), HOLDOUT_TAG in case.tags))
-    order = {case.id: n for n, (case, _) in enumerate(asked)}
-    return sorted(leaks, key=lambda x: order[x.case])
-
-
-def _gram_hits(questions: Sequence[set[tuple[str, ...]]], texts: Sequence[str]) -> tuple[np.ndarray, ...]:
-    """(text index, question index, how many distinct 3-grams of the question the text holds) for
-    the pairs holding at least one, as three arrays sorted by text, then question.
-
-    The questions' 3-grams are a sorted table of codes (with, per code, the questions owning it);
-    each distinct whitespace-separated piece of the texts is folded once (``folded_words`` works
-    piece by piece), and everything after is numpy."""
-    index: dict[str, int] = {}
-    for grams in questions:
-        for gram in grams:
-            for word in gram:
-                index.setdefault(word, len(index))
-    size = len(index) + 1
-    codes = np.array([(index[a] * size + index[b]) * size + index[c] for grams in questions for a, b, c in grams],
-                     dtype=np.int64)
-    owners = np.repeat(np.arange(len(questions), dtype=np.int64), [len(grams) for grams in questions])
-    order = np.argsort(codes, kind="stable")
-    codes, owners = codes[order], owners[order]
-    wanted, starts, counts = np.unique(codes, return_index=True, return_counts=True)
-    pieces: dict[str, tuple[int, ...]] = {}
-    out = []
-    for first in range(0, len(texts) if len(wanted) else 0, _LEAK_TEXTS):   # a few hundred thousand words at a time
-        ids: list[int] = []
-        for text in texts[first:first + _LEAK_TEXTS]:
-            split, mark = text.split(), len(ids)
-            try:
-                ids.extend(itertools.chain.from_iterable(map(pieces.__getitem__, split)))
-            except KeyError:                                # a piece not seen before: fold it once
-                del ids[mark:]
-                for piece in split:
-                    if piece not in pieces:
-                        pieces[piece] = tuple(index.get(word, -1) for word in folded_words(piece))
-                ids.extend(itertools.chain.from_iterable(map(pieces.__getitem__, split)))
-            ids.append(-2)                                  # the end of a text: no 3-gram spans two
-        out.append(_text_hits(np.array(ids, dtype=np.int64), first, size, wanted, starts, counts, owners,
-                              len(questions)))
-    if not out:
-        return tuple(np.zeros(0, dtype=np.int64) for _ in range(3))
-    return tuple(np.concatenate(part) for part in zip(*out))
-
-
-def _text_hits(words: np.ndarray, first: int, size: int, wanted: np.ndarray, starts: np.ndarray,
-               counts: np.ndarray, owners: np.ndarray, n_questions: int) -> tuple[np.ndarray, ...]:
-    """:func:`_gram_hits` for the texts from ``first`` on, their word indices in one array (-1: a
-    word no question has, -2: the end of a text)."""
-    ends = words == -2
-    place = (np.cumsum(ends) - ends + first)[:-2]           # the text each 3-gram starts in
-    a, b, c = words[:-2], words[1:-1], words[2:]
-    found = (a >= 0) & (b >= 0) & (c >= 0)
-    code = (a[found] * size + b[found]) * size + c[found]
-    at = np.minimum(np.searchsorted(wanted, code), len(wanted) - 1)
-    hit = wanted[at] == code
-    pairs = np.unique(place[found][hit] * len(wanted) + at[hit])      # each (text, 3-gram) once
-    where, gram = np.divmod(pairs, len(wanted))
-    many = counts[gram]                                     # the questions owning each 3-gram
-    rows = np.repeat(starts[gram] - np.cumsum(many) + many, many) + np.arange(many.sum())
-    keys, hits = np.unique(np.repeat(where, many) * n_questions + owners[rows], return_counts=True)
-    place_of, question = np.divmod(keys, n_questions)
-    return place_of, question, hits
-
-
-def leak_places(prompt: Path | None, extra: Sequence[Path], corpus: Corpus, root: Path) -> list[tuple[str, str, bool]]:
-    """The prompt template, the configured few-shot / extra files and every corpus section."""
-    places = []
-    for path in [p for p in (prompt, *extra) if p is not None]:
-        try:
-            label = path.relative_to(root).as_posix()
-        except ValueError:
-            label = path.as_posix()
-        places.append((label, path.read_text(encoding="utf-8"), True))
-    places += [(f"corpus {s.id} ({s.document})", s.text, False) for s in corpus.sections]
-    return places
 
 
 # --- coverage --------------------------------------------------------------------------------
