@@ -10,6 +10,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rageval.pipeline import generation
 from rageval.pipeline.generation import CACHE_MIN, STOP_WORDS, ExtractiveGenerator
 from rageval.records import Retrieved
 from rageval.text import folded_words, sentences
@@ -121,3 +122,35 @@ def test_a_chunk_with_diacritics_numbers_and_odd_punctuation():
         ("DT-1", "Xong.", ("xong",)),
         ("DT-1", "the cat is here.", ("cat",)),
     ]
+
+
+def reference_holding(q_terms: frozenset[str], read: list[tuple]) -> dict[int, frozenset[str]]:
+    """Position → the terms each sentence holds, sentence by sentence: its words, and each pair term
+    whose split a_b (at any "_") has b right after a among its words."""
+    held = {}
+    for pos, (_, _, _, words) in enumerate(read):
+        pairs = {t for t in q_terms for i, ch in enumerate(t) if ch == "_"
+                 and any(x == t[:i] and y == t[i + 1:] for x, y in zip(words, words[1:]))}
+        terms = (q_terms & set(words)) | pairs
+        if terms:
+            held[pos] = frozenset(terms)
+    return held
+
+
+UNDERSCORED = ["a", "b", "c", "a_b", "b_c", "a_b_c", "_", "x", "doi", "tra", "doi_tra"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(question=st.lists(st.sampled_from(UNDERSCORED), max_size=6).map(" ".join),
+       texts=st.lists(st.lists(st.lists(st.sampled_from(UNDERSCORED), min_size=1, max_size=7).map(
+           lambda ws: " ".join(ws) + "."), min_size=1, max_size=9).map(" ".join), min_size=1, max_size=4))
+def test_the_word_masks_find_the_sentences_a_plain_look_finds(question, texts):
+    # words holding "_" make a pair term like "a_b_c" splittable two ways: both are tried
+    generator = ExtractiveGenerator(language="en")
+    chunks = [generator._chunk(Retrieved(f"c{i}", (), text, 1.0, 10)) for i, text in enumerate(texts)]
+    firsts = [0]
+    for sentences, _ in chunks:
+        firsts.append(firsts[-1] + len(sentences))
+    q_terms = generation._terms(question, generator.stop)
+    flat = [s for sentences, _ in chunks for s in sentences]
+    assert generation._holding(q_terms, chunks, firsts) == reference_holding(q_terms, flat)
