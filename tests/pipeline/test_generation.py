@@ -5,6 +5,7 @@ generated questions and contexts with headings, bullets, underscores and repeate
 
 from __future__ import annotations
 
+import collections
 import math
 
 from hypothesis import given, settings
@@ -142,15 +143,26 @@ UNDERSCORED = ["a", "b", "c", "a_b", "b_c", "a_b_c", "_", "x", "doi", "tra", "do
 
 @settings(max_examples=400, deadline=None)
 @given(question=st.lists(st.sampled_from(UNDERSCORED), max_size=6).map(" ".join),
-       texts=st.lists(st.lists(st.lists(st.sampled_from(UNDERSCORED), min_size=1, max_size=7).map(
-           lambda ws: " ".join(ws) + "."), min_size=1, max_size=9).map(" ".join), min_size=1, max_size=4))
+       texts=st.lists(st.tuples(st.lists(st.lists(st.sampled_from(UNDERSCORED), min_size=1, max_size=7).map(
+           lambda ws: " ".join(ws) + "."), min_size=1, max_size=9).map(" ".join), st.integers(1, 3)),
+           min_size=1, max_size=4))
 def test_the_word_masks_find_the_sentences_a_plain_look_finds(question, texts):
-    # words holding "_" make a pair term like "a_b_c" splittable two ways: both are tried
+    # words holding "_" make a pair term like "a_b_c" splittable two ways: both are tried; a chunk read
+    # once is matched sentence by sentence, read again through its word masks
     generator = ExtractiveGenerator(language="en")
-    chunks = [generator._chunk(Retrieved(f"c{i}", (), text, 1.0, 10)) for i, text in enumerate(texts)]
+    chunks, seen = [], collections.Counter()
+    for i, (text, uses) in enumerate(texts):
+        for _ in range(uses):
+            read = generator._chunk(Retrieved(f"c{i}", (), text, 1.0, 10))
+        seen[text] += uses                          # the cache knows a chunk by its text and sections
+        assert (read[1] is None) == (seen[text] == 1)
+        chunks.append(read)
     firsts = [0]
     for sentences, _ in chunks:
         firsts.append(firsts[-1] + len(sentences))
     q_terms = generation._terms(question, generator.stop)
     flat = [s for sentences, _ in chunks for s in sentences]
     assert generation._holding(q_terms, chunks, firsts) == reference_holding(q_terms, flat)
+    for sentences, masks in chunks:
+        assert masks is None or masks == {w: sum(1 << i for i, s in enumerate(sentences) if w in s[3])
+                                          for s in sentences for w in s[3]}
