@@ -65,17 +65,16 @@ class PieceCache:
         try:
             return list(map(known.__getitem__, pieces))
         except KeyError:
-            if len(known) > self._limit:
-                known.clear()
-            fresh = {p: self._cut(p) for p in pieces if p not in known}
-            known.update(fresh)
-            out = []
-            for p in pieces:
-                got = fresh.get(p)
-                if got is None:
-                    got = known.get(p)
-                out.append(self._cut(p) if got is None else got)
-            return out
+            pass
+        if len(known) > self._limit:
+            known.clear()
+        cut, out = self._cut, []
+        for p in pieces:
+            got = known.get(p)
+            if got is None:                 # new, or dropped by another thread's restart: cut (again)
+                got = known[p] = cut(p)
+            out.append(got)
+        return out
 
     def joined(self, pieces: list[str]) -> list[str]:
         """The pieces' cuts one after another."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import itertools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -32,6 +33,11 @@ def tokens(text: str) -> list[str]:
     token spans whitespace, so they are found piece by piece (``str.split``), and each distinct
     piece is cut once per process (the regular expression over every character is the slow part)."""
     return _PIECES.joined(unicodedata.normalize("NFC", text).casefold().split())
+
+
+def piece_tokens(pieces: list[str]) -> list[tuple[str, ...]]:
+    """The tokens of each piece (NFC and casefolded already), in order: :func:`tokens` piece by piece."""
+    return _PIECES.each(pieces)
 
 
 @functools.lru_cache(maxsize=16384)
@@ -96,7 +102,7 @@ class Reader:
         self.toks = toks
         # where a mention can start (digits, a word a number starts with, a "$" sign): the scan skips
         # from one to the next, since every other token fails at once
-        self.starts = [i for i, t in enumerate(toks) if t[0].isdecimal() or t in _FIRST_WORDS or t == "$"]
+        self.starts = list(itertools.compress(itertools.count(), map(_STARTS.__getitem__, toks)))
 
     def after(self, j: int) -> int:
         """The first start at ``j`` or later (the end of the tokens when there is none)."""
@@ -208,3 +214,20 @@ class Reader:
 
 #: Every word a number written in words can start with (vietnamese() and english() read nothing else).
 _FIRST_WORDS = frozenset([*_VI_DIGITS, *_VI_DIGITS_PLAIN, "mười", fold("mười"), *_EN_ONES, *_EN_TENS, "a", "an"])
+
+
+class _Starts(dict[str, bool]):
+    """Token → whether a mention can start at it (digits, a word a number starts with, a "$" sign),
+    decided once per distinct token, so a text's starts are found without a Python step per token.
+    Bounded: cleared when full (a token dropped by another thread's clear is decided again)."""
+
+    limit = 200_000
+
+    def __missing__(self, token: str) -> bool:
+        if len(self) > self.limit:
+            self.clear()
+        start = self[token] = token[0].isdecimal() or token in _FIRST_WORDS or token == "$"
+        return start
+
+
+_STARTS = _Starts()

@@ -40,179 +40,41 @@ Nothing here does I/O.
 
 from __future__ import annotations
 
+import bisect
 import functools
+import itertools
 import unicodedata
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from rageval.errors import did_you_mean
-from rageval.metrics.number_words import TOKEN, Number, Reader, is_plain, parse_digits
+from rageval.metrics.number_words import TOKEN, Number, Reader, is_plain, parse_digits, piece_tokens
 from rageval.metrics.number_words import tokens as _tokens
+from rageval.metrics.units import (
+    BUILT_IN_WORDS,
+    CURRENCIES_BY_LENGTH,
+    DATE_CONTEXT,
+    LENGTHS,
+    MULTIPLIERS,
+    POWERS,
+    RANGE_WORDS,
+    TIME_UNITS,
+    UNIT_ALIASES,
+    UNITS,
+    UNITS_BY_LENGTH,
+    UNKNOWN_UNIT,
+    WEEK_NAMES,
+    WEEK_UNIT,
+    Quantity,
+    Spelling,
+    spellings,
+)
 from rageval.records import CheckResult
 from rageval.text import fold, normalize
 
-# --- canonical units ---------------------------------------------------------------------------
-
-#: Canonical unit names, in the order quantities are listed in reports. These (or the aliases in
-#: :data:`UNIT_ALIASES`) are what a user may put in ``checks.units``.
-UNITS: tuple[str, ...] = ("ngày làm việc", "ngày", "tháng", "năm", "giờ", "phút", "%", "đồng", "USD",
-                          "lần", "km", "m", "kg", "GB", "MB")
-
-_TIME_UNITS = frozenset({"ngày làm việc", "ngày", "tháng", "năm", "giờ", "phút"})
-
-#: Other names accepted in ``checks.units`` (compared after casefolding; the diacritic-less
-#: spelling of a canonical name is accepted too, e.g. "ngay lam viec", "dong").
-UNIT_ALIASES: dict[str, str] = {
-    "business days": "ngày làm việc", "working days": "ngày làm việc",
-    "days": "ngày", "months": "tháng", "years": "năm", "hours": "giờ", "minutes": "phút",
-    "percent": "%", "phần trăm": "%", "vnd": "đồng", "usd": "USD",
-    "times": "lần", "kilometers": "km", "kilometres": "km", "mét": "m", "meters": "m", "metres": "m",
-    "kilograms": "kg", "gigabytes": "GB", "megabytes": "MB",
-}
-
-_WEEK_NAMES = frozenset({"tuần", "tuan", "week", "weeks"})
-
-UNKNOWN_UNIT = ("unknown unit {name!r} in checks.units{hint}; valid unit names are: {valid} "
-                "(English aliases: {aliases})")
-WEEK_UNIT = ("{name!r} in checks.units is not a unit of its own: weeks are counted as days "
-             "(1 tuần = 7 ngày); list 'ngày' instead")
-
-# Surface spellings, tokenised like the text: (spelling, canonical unit, factor).
-# Longer spellings are tried first, so "ngày làm việc" wins over "ngày".
-_UNIT_SPELLINGS: tuple[tuple[str, str, int], ...] = (
-    ("ngày làm việc", "ngày làm việc", 1), ("ngay lam viec", "ngày làm việc", 1),
-    ("business day", "ngày làm việc", 1), ("business days", "ngày làm việc", 1),
-    ("working day", "ngày làm việc", 1), ("working days", "ngày làm việc", 1),
-    ("ngày", "ngày", 1), ("ngay", "ngày", 1), ("day", "ngày", 1), ("days", "ngày", 1),
-    ("calendar day", "ngày", 1), ("calendar days", "ngày", 1),
-    ("tuần", "ngày", 7), ("tuan", "ngày", 7), ("week", "ngày", 7), ("weeks", "ngày", 7),
-    ("tháng", "tháng", 1), ("thang", "tháng", 1), ("month", "tháng", 1), ("months", "tháng", 1),
-    ("năm", "năm", 1), ("nam", "năm", 1), ("year", "năm", 1), ("years", "năm", 1),
-    ("giờ", "giờ", 1), ("gio", "giờ", 1), ("tiếng", "giờ", 1), ("h", "giờ", 1),
-    ("hour", "giờ", 1), ("hours", "giờ", 1),
-    ("phút", "phút", 1), ("phut", "phút", 1), ("minute", "phút", 1), ("minutes", "phút", 1),
-    ("%", "%", 1), ("phần trăm", "%", 1), ("phan tram", "%", 1), ("percent", "%", 1),
-    ("per cent", "%", 1),
-    ("lần", "lần", 1), ("lan", "lần", 1), ("time", "lần", 1), ("times", "lần", 1),
-    ("km", "km", 1), ("cây số", "km", 1), ("cay so", "km", 1), ("ki-lô-mét", "km", 1), ("kilômét", "km", 1),
-    ("kilomet", "km", 1), ("kilometer", "km", 1), ("kilometers", "km", 1), ("kilometre", "km", 1),
-    ("kilometres", "km", 1),
-    ("m", "m", 1), ("mét", "m", 1), ("met", "m", 1), ("meter", "m", 1), ("meters", "m", 1), ("metre", "m", 1),
-    ("metres", "m", 1),
-    ("kg", "kg", 1), ("ký", "kg", 1), ("ki-lô-gam", "kg", 1), ("kilôgam", "kg", 1), ("kilogam", "kg", 1),
-    ("kilogram", "kg", 1), ("kilograms", "kg", 1), ("kilo", "kg", 1), ("kilos", "kg", 1),
-    ("gb", "GB", 1), ("gigabyte", "GB", 1), ("gigabytes", "GB", 1),
-    ("mb", "MB", 1), ("megabyte", "MB", 1), ("megabytes", "MB", 1),
-)
-_CURRENCY_SPELLINGS: tuple[tuple[str, str], ...] = (
-    ("đồng", "đồng"), ("dong", "đồng"), ("vnd", "đồng"), ("vnđ", "đồng"), ("đ", "đồng"),
-    ("₫", "đồng"),
-    ("usd", "USD"), ("$", "USD"), ("đô la", "USD"), ("đô", "USD"), ("do la", "USD"),
-    ("dollar", "USD"), ("dollars", "USD"),
-)
-# multiplier -> (factor, usable without a currency: then it means đồng)
-_MULTIPLIERS: dict[str, tuple[int, bool]] = {
-    "k": (1_000, True), "nghìn": (1_000, True), "ngàn": (1_000, True), "nghin": (1_000, True),
-    "ngan": (1_000, True), "triệu": (1_000_000, True), "trieu": (1_000_000, True),
-    "tỷ": (1_000_000_000, True), "tỉ": (1_000_000_000, True), "ty": (1_000_000_000, True),
-    "thousand": (1_000, False), "million": (1_000_000, False), "billion": (1_000_000_000, False),
-}
-_RANGE_WORDS = frozenset({"-", "–", "—", "đến", "den", "tới", "toi", "to", "or", "hoặc", "hoac", "hay"})
-# A number right after these is part of a date, not a duration, when followed by that unit.
-_DATE_CONTEXT: dict[str, frozenset[str]] = {
-    "ngày": frozenset({"tháng"}), "mùng": frozenset({"tháng"}), "mồng": frozenset({"tháng"}),
-    "mung": frozenset({"tháng"}), "tháng": frozenset({"năm"}), "thang": frozenset({"năm"}),
-    "thứ": frozenset({"ngày"}), "thu": frozenset({"ngày"}),
-}
-
-def _written(text: str) -> tuple[str, list[tuple[int, int]]]:
-    """The text the tokens of :func:`_tokens` are cut from, as written (case kept where folding keeps
-    lengths), and each token's span in it: a quantity is shown as its text says it."""
-    written = unicodedata.normalize("NFC", text)
-    folded = written.casefold()
-    source = written if len(folded) == len(written) else folded
-    return source, [m.span() for m in TOKEN.finditer(folded)]
-
-
-@dataclass(frozen=True)
-class _Spelling:
-    words: tuple[str, ...]
-    unit: str
-    factor: int
-    plain: bool
-
-
-def _spellings(pairs: Iterable[tuple[str, str, int]]) -> tuple[_Spelling, ...]:
-    out = [_Spelling(tuple(_tokens(s)), unit, factor, is_plain(s)) for s, unit, factor in pairs]
-    return tuple(sorted(out, key=lambda sp: -len(sp.words)))
-
-
-_UNITS_BY_LENGTH = _spellings(_UNIT_SPELLINGS)
-_CURRENCIES_BY_LENGTH = _spellings((s, u, 1) for s, u in _CURRENCY_SPELLINGS)
-_POWERS, _LENGTHS = frozenset({"\u00b2", "\u00b3"}), frozenset({"m", "km"})
-_BUILT_IN_WORDS = frozenset(sp.words for sp in _UNITS_BY_LENGTH + _CURRENCIES_BY_LENGTH)
-
-
-# --- the record --------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Quantity:
-    """A number in a canonical unit. ``value`` is an ``int`` when whole, else a normalised
-    ``Decimal``; ``unit`` is one of :data:`UNITS`. Two quantities are equal when value and unit are:
-    "30 days" = "30 ngày". ``str()`` gives the canonical (Vietnamese) form: "7 ngày", "5 ngày làm
-    việc", "30.000 đồng", "15%", "1,5 giờ"; ``shown`` the mention as the text wrote it ("30 days",
-    "$7.95", "within a week" → "a week"), which reports use."""
-
-    value: int | Decimal
-    unit: str
-    text: str = field(default="", compare=False)      # the mention as written; not part of equality
-
-    def __post_init__(self) -> None:
-        if self.unit not in UNITS and not (isinstance(self.unit, str) and self.unit.strip()
-                                           and tuple(_tokens(self.unit)) not in _BUILT_IN_WORDS):
-            raise ValueError(f"unknown unit {self.unit!r}; expected one of {', '.join(UNITS)} or a unit "
-                             f"checks.units adds")
-        value = self.value
-        if isinstance(value, bool) or not isinstance(value, (int, Decimal)):
-            raise TypeError(f"quantity value must be an int or Decimal, got {type(value).__name__}")
-        if isinstance(value, Decimal):
-            if not value.is_finite():
-                raise ValueError(f"quantity value must be finite, got {value}")
-            value = int(value) if value == value.to_integral_value() else value.normalize()
-        object.__setattr__(self, "value", value)
-
-    def __str__(self) -> str:
-        number = _format_number(self.value, group=self.unit == "đồng")
-        return f"{number}%" if self.unit == "%" else f"{number} {self.unit}"
-
-    def sort_key(self) -> tuple[int, str, Decimal]:
-        """Built-in units in :data:`UNITS` order, then units of ``checks.units`` by name; then value."""
-        known = self.unit in UNITS
-        return UNITS.index(self.unit) if known else len(UNITS), "" if known else self.unit, Decimal(self.value)
-
-    @property
-    def shown(self) -> str:
-        return self.text or str(self)
-
-
-def _group(digits: str) -> str:
-    head = len(digits) % 3 or 3
-    return ".".join([digits[:head]] + [digits[i:i + 3] for i in range(head, len(digits), 3)])
-
-
-def _format_number(value: int | Decimal, *, group: bool) -> str:
-    """Vietnamese style: '.' groups thousands (đồng only), ',' is the decimal mark. A fraction of
-    exactly three digits gets a trailing zero ("1,2340") so it cannot be read back as thousands."""
-    sign = "-" if value < 0 else ""
-    text = str(abs(value)) if isinstance(value, int) else format(abs(value), "f")
-    whole, _, frac = text.partition(".")
-    if group:
-        whole = _group(whole)
-    if frac and len(frac) == 3:
-        frac += "0"
-    return sign + whole + ("," + frac if frac else "")
+__all__ = ["UNITS", "UNIT_ALIASES", "Quantity", "Unit", "check_numbers", "extract_quantities", "resolve_units"]
 
 
 # --- units configuration -----------------------------------------------------------------------
@@ -242,7 +104,7 @@ def resolve_units(units: Sequence[str | Unit | dict[str, Any]] | None) -> frozen
     return _spec(units)[0]
 
 
-def _spec(units: Sequence[str | Unit | dict[str, Any]] | None) -> tuple[frozenset[str], tuple[_Spelling, ...]]:
+def _spec(units: Sequence[str | Unit | dict[str, Any]] | None) -> tuple[frozenset[str], tuple[Spelling, ...]]:
     """(the units to report, the spellings of added units) of a ``checks.units`` value."""
     if units is None:
         return _ALL_UNITS, ()
@@ -267,7 +129,7 @@ _ALL_UNITS = frozenset(UNITS)
 
 @functools.lru_cache(maxsize=64)
 def _resolve_names(units: tuple[str, ...],
-                   added: tuple[Unit, ...] = ()) -> tuple[frozenset[str], tuple[_Spelling, ...]]:
+                   added: tuple[Unit, ...] = ()) -> tuple[frozenset[str], tuple[Spelling, ...]]:
     """:func:`_spec` of names and added units, memoised: the number rule asks for every case."""
     lookup: dict[str, str] = {}
     for name in UNITS:
@@ -277,7 +139,7 @@ def _resolve_names(units: tuple[str, ...],
     chosen: set[str] = set()
     for name in units:
         key = normalize(name)
-        if key in _WEEK_NAMES or fold(key) in _WEEK_NAMES:
+        if key in WEEK_NAMES or fold(key) in WEEK_NAMES:
             raise ValueError(WEEK_UNIT.format(name=name))
         canonical = lookup.get(key) or lookup.get(fold(key))
         if canonical is None:
@@ -294,9 +156,9 @@ def _resolve_names(units: tuple[str, ...],
     return frozenset(chosen | {u.name for u in added}), spellings
 
 
-def _added_spellings(added: tuple[Unit, ...], lookup: dict[str, str]) -> tuple[_Spelling, ...]:
+def _added_spellings(added: tuple[Unit, ...], lookup: dict[str, str]) -> tuple[Spelling, ...]:
     """The spellings of units ``checks.units`` adds; ValueError for one that is no new unit."""
-    taken = set(_BUILT_IN_WORDS)
+    taken = set(BUILT_IN_WORDS)
     pairs = []
     for unit in added:
         if not isinstance(unit.name, str) or not unit.name.strip():
@@ -312,12 +174,12 @@ def _added_spellings(added: tuple[Unit, ...], lookup: dict[str, str]) -> tuple[_
                 raise ValueError(f"checks.units: the word {word!r} of unit {unit.name!r} already spells a unit")
             taken.add(tuple(_tokens(word)))
             pairs.append((word, unit.name, 1))
-    return _spellings(pairs)
+    return spellings(pairs)
 
 
 # --- reading quantities: a number (number_words), then its unit --------------------------------
 
-def _spelling_at(reader: Reader, j: int, table: tuple[_Spelling, ...]) -> _Spelling | None:
+def _spelling_at(reader: Reader, j: int, table: tuple[Spelling, ...]) -> Spelling | None:
     """The first (so longest) spelling of ``table`` that the tokens at ``j`` spell."""
     first = reader.tok(j)
     for sp in table:
@@ -333,7 +195,7 @@ class _Match:
     end: int
     start: int = 0          # the unit's first token
 
-def _unit_after(reader: Reader, number: Number, table: tuple[_Spelling, ...]) -> _Match | None:
+def _unit_after(reader: Reader, number: Number, table: tuple[Spelling, ...]) -> _Match | None:
     """The unit right after a number (an optional hyphen between: "7-day"), longest spelling first."""
     starts = [number.end]
     if reader.tok(number.end) == "-":
@@ -345,13 +207,13 @@ def _unit_after(reader: Reader, number: Number, table: tuple[_Spelling, ...]) ->
     return None
 
 
-def _plain_unit(reader: Reader, j: int, number: Number, table: tuple[_Spelling, ...]) -> _Match | None:
+def _plain_unit(reader: Reader, j: int, number: Number, table: tuple[Spelling, ...]) -> _Match | None:
     sp = _spelling_at(reader, j, table)
-    if sp is None or (number.plain and not sp.plain) or (sp.unit in _LENGTHS and reader.tok(j + len(sp.words))
-                                                          in _POWERS):
+    if sp is None or (number.plain and not sp.plain) or (sp.unit in LENGTHS and reader.tok(j + len(sp.words))
+                                                          in POWERS):
         return None                      # "5 m²", "2 km³": an area or a volume, not a length
     english = all(w.isascii() and len(w) > 1 for w in sp.words)
-    if number.article and not (sp.unit in _TIME_UNITS and english):
+    if number.article and not (sp.unit in TIME_UNITS and english):
         return None
     return _Match(sp.unit, Decimal(sp.factor), j + len(sp.words), j)
 
@@ -361,10 +223,10 @@ def _money_unit(reader: Reader, j: int, number: Number) -> _Match | None:
         return None
     factor, bare, k = 1, False, j
     multiplier = reader.tok(j)
-    if multiplier in _MULTIPLIERS and not (number.plain and not is_plain(multiplier)):
-        factor, bare = _MULTIPLIERS[multiplier]
+    if multiplier in MULTIPLIERS and not (number.plain and not is_plain(multiplier)):
+        factor, bare = MULTIPLIERS[multiplier]
         k = j + 1
-    currency = _spelling_at(reader, k, _CURRENCIES_BY_LENGTH)
+    currency = _spelling_at(reader, k, CURRENCIES_BY_LENGTH)
     if currency and not (number.plain and not currency.plain):
         return _Match(currency.unit, Decimal(factor), k + len(currency.words), j)
     if k > j and bare:
@@ -372,16 +234,50 @@ def _money_unit(reader: Reader, j: int, number: Number) -> _Match | None:
     return None
 
 
-def _scan(text: str, added: tuple[_Spelling, ...] = ()) -> list[Quantity]:
-    table = tuple(sorted(added + _UNITS_BY_LENGTH, key=lambda sp: -len(sp.words))) if added else _UNITS_BY_LENGTH
-    reader = Reader(_tokens(text))
+class _Text:
+    """A text as the scanner reads it: its tokens (:func:`number_words.tokens`, cut piece by piece)
+    and, for a mention, its tokens as the text wrote them (case kept where folding keeps lengths)."""
+
+    def __init__(self, text: str) -> None:
+        self.written = unicodedata.normalize("NFC", text)
+        self.folded = self.written.casefold()
+        self.pieces = self.folded.split()
+        self.each = piece_tokens(self.pieces)          # the tokens of each whitespace-separated piece
+        self.toks = list(itertools.chain.from_iterable(self.each))
+        self._firsts: list[int] = []                   # piece -> its first token, once a mention is cut
+        self._shown: list[str] = []
+
+    def cut(self, first: int, end: int) -> str:
+        """Tokens ``first`` .. ``end - 1`` as written, whitespace between pieces as one space. Casefolding
+        maps each character to one or more, never to or from whitespace: when the lengths agree the
+        written pieces line up with the folded ones character by character."""
+        if not self._firsts:
+            self._firsts = list(itertools.accumulate(map(len, self.each), initial=0))
+            same = len(self.folded) == len(self.written)
+            self._shown = self.written.split() if same else self.pieces
+        (k, a), (m, b) = self._at(first), self._at(end - 1)
+        start, stop = self._span(k, a)[0], self._span(m, b)[1]
+        shown = self._shown
+        if k == m:
+            return shown[k][start:stop]
+        return " ".join([shown[k][start:], *shown[k + 1:m], shown[m][:stop]])
+
+    def _at(self, token: int) -> tuple[int, int]:
+        """(piece, index among the piece's tokens) of a token."""
+        k = bisect.bisect_right(self._firsts, token) - 1
+        return k, token - self._firsts[k]
+
+    def _span(self, piece: int, index: int) -> tuple[int, int]:
+        return next(itertools.islice(TOKEN.finditer(self.pieces[piece]), index, None)).span()
+
+
+def _scan(text: str, added: tuple[Spelling, ...] = ()) -> list[Quantity]:
+    table = tuple(sorted(added + UNITS_BY_LENGTH, key=lambda sp: -len(sp.words))) if added else UNITS_BY_LENGTH
+    read = _Text(text)
+    reader = Reader(read.toks)
     if not reader.starts:
         return []
-    toks, written = reader.toks, functools.cache(lambda: _written(text))    # read when a first mention is cut
-
-    def cut(first: int, end: int) -> str:          # tokens first .. end-1, as written
-        source, spans = written()
-        return " ".join(source[spans[first][0]:spans[end - 1][1]].split())
+    toks, cut = reader.toks, read.cut
 
     found: list[Quantity] = []
     pending: list[tuple[Decimal, int, int]] = []   # "3" in "3-5 ngày": waits for the unit of the range
@@ -392,8 +288,8 @@ def _scan(text: str, added: tuple[_Spelling, ...] = ()) -> list[Quantity]:
             value = parse_digits(toks[i + 1])
             if value is not None:
                 end, factor = i + 2, 1
-                if reader.tok(end) in _MULTIPLIERS:
-                    factor, end = _MULTIPLIERS[toks[end]][0], end + 1
+                if reader.tok(end) in MULTIPLIERS:
+                    factor, end = MULTIPLIERS[toks[end]][0], end + 1
                 found.append(Quantity(value * factor, "USD", cut(i, end)))
                 pending, i = [], end
                 continue
@@ -403,7 +299,7 @@ def _scan(text: str, added: tuple[_Spelling, ...] = ()) -> list[Quantity]:
             continue
         match = _unit_after(reader, number, table)
         if match is None:
-            if (reader.tok(number.end) in _RANGE_WORDS and reader.tok(number.end + 1) is not None
+            if (reader.tok(number.end) in RANGE_WORDS and reader.tok(number.end + 1) is not None
                     and reader.number(number.end + 1) is not None):
                 if not pending:
                     start = i
@@ -413,7 +309,7 @@ def _scan(text: str, added: tuple[_Spelling, ...] = ()) -> list[Quantity]:
                 pending, i = [], reader.after(i + 1)
             continue
         previous = reader.tok((start if pending else i) - 1)
-        if not (previous in _DATE_CONTEXT and match.unit in _DATE_CONTEXT[previous]):
+        if not (previous in DATE_CONTEXT and match.unit in DATE_CONTEXT[previous]):
             unit = cut(match.start, match.end)
             found.extend(Quantity(v * match.factor, match.unit, f"{cut(a, b)} {unit}") for v, a, b in pending)
             found.append(Quantity(number.value * match.factor, match.unit, cut(i, match.end)))
@@ -422,7 +318,7 @@ def _scan(text: str, added: tuple[_Spelling, ...] = ()) -> list[Quantity]:
 
 
 @functools.lru_cache(maxsize=16384)
-def _quantities(text: str, added: tuple[_Spelling, ...] = ()) -> tuple[Quantity, ...]:
+def _quantities(text: str, added: tuple[Spelling, ...] = ()) -> tuple[Quantity, ...]:
     """:func:`_scan`, memoised per text: a source section is read once per process, however many
     cases cite it (the cache holds the texts it was asked about, at most 16,384 of them)."""
     return tuple(_scan(text, added))
@@ -468,7 +364,8 @@ def check_numbers(answer: str | None, expected_answer: str, source_text: str,
     found = [q for q in _quantities(answer, added) if q.unit in allowed]
     if not expected and not found:
         return CheckResult.skipped("no numbers")
-    in_source = {q for q in _quantities(source_text or "", added) if q.unit in allowed}
+    # the source is read only when the answer states a quantity (nothing else is looked up in it)
+    in_source = {q for q in _quantities(source_text or "", added) if q.unit in allowed} if found else set()
     answered = set(found)
     missing = [q for q in expected if q not in answered]
     outside = [q for q in found if q not in in_source]

@@ -15,7 +15,7 @@ import collections
 import itertools
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -82,6 +82,9 @@ class ExtractiveGenerator:
     passes its chunk count, so every chunk is read at most once), as words and offsets — about
     2 KB a chunk of eight sentences — and matches a question's terms against them on the fly,
     scoring only the sentences that hold one (a sentence holding none scores 0, never picked).
+    From a chunk's second use on it also keeps which of its sentences hold each word (a bit mask a
+    word, about 1.6 KB a chunk): a question's terms are then looked up, not intersected with every
+    sentence of the chunk.
     """
 
     deterministic = True
@@ -92,29 +95,38 @@ class ExtractiveGenerator:
         self.decline, self.stop = DECLINES[language], STOP_WORDS[language]
         self.name = f"extractive:{max_sentences}"
         self.cache_size = max(cache_size, CACHE_MIN)
-        self._read: dict[tuple[str, tuple[str, ...]], tuple[Sentence, ...]] = {}
+        self._read: dict[tuple[str, tuple[str, ...]], tuple[tuple[Sentence, ...], dict[str, int] | None]] = {}
         self._pieces = _content_pieces(self.stop)          # piece of text -> its content words
 
     def sentences_of(self, chunk: Retrieved) -> tuple[Sentence, ...]:
         """The chunk's sentences, read once (a full cache is emptied, not grown: memory stays bounded)."""
+        return self._chunk(chunk)[0]
+
+    def _chunk(self, chunk: Retrieved) -> tuple[tuple[Sentence, ...], dict[str, int] | None]:
+        """The chunk's sentences, read once, and from its second use on which of them hold each word
+        (:func:`_word_masks`: they cost about as much as they save on one use, so a chunk only one
+        question retrieves is matched sentence by sentence)."""
         key = (chunk.text, tuple(chunk.sections))
         found = self._read.get(key)
         if found is None:
             if len(self._read) >= self.cache_size:
                 self._read.clear()
-            found = self._read[key] = _chunk_sentences(chunk.text, key[1], self.stop, self._pieces)
+            found = self._read[key] = (_chunk_sentences(chunk.text, key[1], self.stop, self._pieces), None)
+        elif found[1] is None:
+            found = self._read[key] = (found[0], _word_masks(found[0]))
         return found
 
     def generate(self, question: str, chunks: Sequence[Retrieved], *, case_id: str, fresh: bool = False) -> Generated:
         q_terms = _terms(question, self.stop)
         if not q_terms:
             return Generated(self.decline)
-        read = [self.sentences_of(chunk) for chunk in chunks]
+        chunked = [self._chunk(chunk) for chunk in chunks]
+        read = [sentences for sentences, _ in chunked]
         firsts = list(itertools.accumulate(map(len, read), initial=0))    # chunk -> its first position
         n = firsts[-1]
         if not n:
             return Generated(self.decline)
-        held = _holding(q_terms, itertools.chain.from_iterable(read))
+        held = _holding(q_terms, chunked, firsts)
         if self.min_coverage <= 0:                     # then a sentence holding no term may be picked too
             held = {pos: held.get(pos, frozenset()) for pos in range(n)}
         df = collections.Counter(itertools.chain.from_iterable(held.values()))
@@ -147,30 +159,78 @@ def _terms(text: str, stop: frozenset[str] = _STOP) -> frozenset[str]:
     return frozenset(words).union(f"{a}_{b}" for a, b in zip(words, words[1:], strict=False))
 
 
-def _holding(q_terms: frozenset[str], sentences: Iterable[Sentence]) -> dict[int, frozenset[str]]:
-    """Position → the question's terms the sentence there holds, for the sentences holding one. A
+def _holding(q_terms: frozenset[str], chunks: Sequence[tuple[tuple[Sentence, ...], dict[str, int] | None]],
+             firsts: Sequence[int]) -> dict[int, frozenset[str]]:
+    """Position → the question's terms the sentence there holds, for the sentences holding one
+    (positions count the chunks' sentences one after another, chunk ``ci``'s from ``firsts[ci]``). A
     sentence holds a term that is one of its words or a pair of adjacent words joined by ``_`` (a
     word may hold ``_`` itself, so every split of a term at a ``_`` is tried)."""
-    # a -> (term, b, b if it is a term: then a sentence holding the pair holds it) for each split a_b of a term
-    by_head: dict[str, list[tuple[str, str, str | None]]] = {}
+    by_head: dict[str, list[tuple[str, str]]] = {}       # a -> (term, b) for each split a_b of a term
     for t in q_terms:
-        for i, ch in enumerate(t):
-            if ch == "_":
-                b = t[i + 1:]
-                by_head.setdefault(t[:i], []).append((t, b, b if b in q_terms else None))
+        if "_" in t:
+            for i in _underscores(t):
+                by_head.setdefault(t[:i], []).append((t, t[i + 1:]))
     heads = frozenset(by_head)
     held: dict[int, frozenset[str]] = {}
-    for pos, sent in enumerate(sentences):
-        words = sent[3]
-        terms = q_terms.intersection(words)
-        if not heads.isdisjoint(words):
-            pairs = [t for a in heads.intersection(words) for t, b, term in by_head[a]
-                     if t not in terms and (term is None or term in terms) and _adjacent(words, a, b)]
-            if pairs:
-                terms = terms.union(pairs)
-        if terms:
-            held[pos] = terms
+    for (sentences, masks), first in zip(chunks, firsts, strict=False):
+        if masks is not None:
+            held.update(_held_by_masks(q_terms, by_head, sentences, masks, first))
+            continue
+        for pos, sent in enumerate(sentences, first):
+            words = sent[3]
+            terms = q_terms.intersection(words)
+            if not heads.isdisjoint(words):
+                pairs = [t for a in heads.intersection(words) for t, b in by_head[a]
+                         if t not in terms and _adjacent(words, a, b)]
+                if pairs:
+                    terms = terms.union(pairs)
+            if terms:
+                held[pos] = terms
     return held
+
+
+def _held_by_masks(q_terms: frozenset[str], by_head: dict[str, list[tuple[str, str]]],
+                   sentences: Sequence[Sentence], masks: dict[str, int], first: int) -> dict[int, frozenset[str]]:
+    """:func:`_holding` of one chunk through its word masks: the bits of the sentences holding each
+    term; a pair a_b is looked for only in the sentences holding both a and b."""
+    found: dict[int, set[str]] = {}
+    words = masks.keys()
+    for t in words & q_terms:
+        for i in _bits(masks[t]):
+            found.setdefault(first + i, set()).add(t)
+    for a in words & by_head.keys():
+        for t, b in by_head[a]:
+            for i in _bits(masks[a] & masks.get(b, 0)):
+                if _adjacent(sentences[i][3], a, b):
+                    found.setdefault(first + i, set()).add(t)
+    return {pos: frozenset(terms) for pos, terms in found.items()}
+
+
+def _underscores(term: str) -> Iterator[int]:
+    """Where ``term`` holds ``_``."""
+    i = term.find("_")
+    while i >= 0:
+        yield i
+        i = term.find("_", i + 1)
+
+
+def _bits(mask: int) -> Iterator[int]:
+    """The positions of the set bits of ``mask``, lowest first."""
+    while mask:
+        low = mask & -mask
+        yield low.bit_length() - 1
+        mask ^= low
+
+
+def _word_masks(sentences: Sequence[Sentence]) -> dict[str, int]:
+    """Word → the sentences holding it, as a bit mask (bit i: sentence i)."""
+    masks: dict[str, int] = {}
+    get = masks.get
+    for i, sent in enumerate(sentences):
+        bit = 1 << i
+        for w in sent[3]:
+            masks[w] = get(w, 0) | bit
+    return masks
 
 
 def _adjacent(words: tuple[str, ...], a: str, b: str) -> bool:

@@ -5,11 +5,13 @@ generated questions and contexts with headings, bullets, underscores and repeate
 
 from __future__ import annotations
 
+import collections
 import math
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rageval.pipeline import generation
 from rageval.pipeline.generation import CACHE_MIN, STOP_WORDS, ExtractiveGenerator
 from rageval.records import Retrieved
 from rageval.text import folded_words, sentences
@@ -121,3 +123,46 @@ def test_a_chunk_with_diacritics_numbers_and_odd_punctuation():
         ("DT-1", "Xong.", ("xong",)),
         ("DT-1", "the cat is here.", ("cat",)),
     ]
+
+
+def reference_holding(q_terms: frozenset[str], read: list[tuple]) -> dict[int, frozenset[str]]:
+    """Position → the terms each sentence holds, sentence by sentence: its words, and each pair term
+    whose split a_b (at any "_") has b right after a among its words."""
+    held = {}
+    for pos, (_, _, _, words) in enumerate(read):
+        pairs = {t for t in q_terms for i, ch in enumerate(t) if ch == "_"
+                 and any(x == t[:i] and y == t[i + 1:] for x, y in zip(words, words[1:]))}
+        terms = (q_terms & set(words)) | pairs
+        if terms:
+            held[pos] = frozenset(terms)
+    return held
+
+
+UNDERSCORED = ["a", "b", "c", "a_b", "b_c", "a_b_c", "_", "x", "doi", "tra", "doi_tra"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(question=st.lists(st.sampled_from(UNDERSCORED), max_size=6).map(" ".join),
+       texts=st.lists(st.tuples(st.lists(st.lists(st.sampled_from(UNDERSCORED), min_size=1, max_size=7).map(
+           lambda ws: " ".join(ws) + "."), min_size=1, max_size=9).map(" ".join), st.integers(1, 3)),
+           min_size=1, max_size=4))
+def test_the_word_masks_find_the_sentences_a_plain_look_finds(question, texts):
+    # words holding "_" make a pair term like "a_b_c" splittable two ways: both are tried; a chunk read
+    # once is matched sentence by sentence, read again through its word masks
+    generator = ExtractiveGenerator(language="en")
+    chunks, seen = [], collections.Counter()
+    for i, (text, uses) in enumerate(texts):
+        for _ in range(uses):
+            read = generator._chunk(Retrieved(f"c{i}", (), text, 1.0, 10))
+        seen[text] += uses                          # the cache knows a chunk by its text and sections
+        assert (read[1] is None) == (seen[text] == 1)
+        chunks.append(read)
+    firsts = [0]
+    for sentences, _ in chunks:
+        firsts.append(firsts[-1] + len(sentences))
+    q_terms = generation._terms(question, generator.stop)
+    flat = [s for sentences, _ in chunks for s in sentences]
+    assert generation._holding(q_terms, chunks, firsts) == reference_holding(q_terms, flat)
+    for sentences, masks in chunks:
+        assert masks is None or masks == {w: sum(1 << i for i, s in enumerate(sentences) if w in s[3])
+                                          for s in sentences for w in s[3]}
