@@ -123,8 +123,8 @@ def in_processes(job: Callable[[int], T], count: int, processes: int) -> Iterato
         try:
             for _ in range(min(processes, count)):
                 here, there = context.Pipe()
-                process = context.Process(target=_serve, args=(job, there, [w.conn for w in workers], os.getpid()),
-                                          daemon=True)
+                process = context.Process(target=_serve, args=(job, there, [here, *(w.conn for w in workers)],
+                                                               os.getpid()), daemon=True)
                 process.start()
                 there.close()               # the worker holds the only other end: its death reads as EOF here
                 workers.append(Worker(process, here))
@@ -195,11 +195,12 @@ def _how_ended(process: BaseProcess) -> str:
 
 def _serve(job: Callable[[int], Any], conn: Connection, others: Sequence[Connection], parent: int) -> None:
     """A worker: answer the blocks it is given, one at a time, until told to stop (None) or the
-    parent is gone. Ctrl-C is left to the parent, which stops the workers."""
+    parent is gone (``others``, the parent's ends of the pipes, are closed here, so that reads as
+    the end of ``conn``). Ctrl-C is left to the parent, which stops the workers."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)     # terminate() ends it, whatever the parent installed
     _die_with(parent)
-    for other in others:        # the parent's ends of the pipes to the workers forked before this one
+    for other in others:        # the parent's ends of its pipe and of those to the workers forked before it
         other.close()
     while True:
         try:
