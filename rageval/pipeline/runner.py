@@ -38,9 +38,10 @@ from rageval.pipeline.apps.builtin import BuiltinApp
 from rageval.pipeline.apps.command import CommandApp
 from rageval.pipeline.apps.http import HttpApp
 from rageval.pipeline.apps.replay import ReplayApp
+from rageval.pipeline.chunking import Chunk
 from rageval.pipeline.judging import CaseJudge, ModelJudge
 from rageval.pipeline.llm import LLMClient
-from rageval.records import FAIL, CaseResult, CheckResult
+from rageval.records import FAIL, CaseResult, CheckResult, Retrieved
 from rageval.results import GoldenInfo, Progress, RunResult, Shard
 from rageval.settings import Config
 from rageval.text import count_tokens
@@ -144,9 +145,13 @@ class Evaluation:
         processes = self.processes_for(len(parts))
         if processes > 1:
             self.holders  # noqa: B018 - computed here once, so that the workers inherit it
-            with workers.in_processes(lambda i: list(answer_block(parts[i])), len(parts), processes) as done:
-                for results in done:
-                    record(results)
+            chunks = {c.id: c for c in self.app.chunks}  # type: ignore[attr-defined]
+
+            def job(i: int) -> list[tuple[CaseResult, Packed]]:
+                return [packed(result, chunks) for result in answer_block(parts[i])]
+            with workers.in_processes(job, len(parts), processes) as done:
+                for sent in done:
+                    record(unpacked(result, chunks) for result in sent)
             return out
         # threads only help an app that waits (a model, a service); an in-process deterministic
         # pipeline is CPU-bound, where threads only contend for the GIL
@@ -191,6 +196,34 @@ BLOCK = 256
 def blocks(items: Sequence[Case], size: int) -> Iterator[Sequence[Case]]:
     for start in range(0, len(items), size):
         yield items[start:start + size]
+
+
+#: a case's retrieved items as a worker sends them: a chunk of the index as (chunk id, score), else as it is
+Packed = tuple[tuple[str, float | None] | Retrieved, ...] | None
+
+
+def packed(result: CaseResult, chunks: Mapping[str, Chunk]) -> tuple[CaseResult, Packed]:
+    """``result`` as a worker process sends it back: the chunks of the index it retrieved as their
+    ids and scores (the parent holds the same chunks), so their texts are neither pickled nor, once
+    back, held once per case."""
+    if result.retrieved is None:
+        return result, None
+    return result.replace(retrieved=None), tuple(
+        (r.chunk_id, r.score) if (c := chunks.get(r.chunk_id)) is not None and r.text is c.text
+        and r.sections == c.sections and r.tokens == c.tokens else r for r in result.retrieved)
+
+
+def unpacked(sent: tuple[CaseResult, Packed], chunks: Mapping[str, Chunk]) -> CaseResult:
+    """The result :func:`packed` sent, as the worker held it."""
+    result, retrieved = sent
+    if retrieved is None:
+        return result
+    return result.replace(retrieved=tuple(
+        item if isinstance(item, Retrieved) else _chunk_retrieved(chunks[item[0]], item[1]) for item in retrieved))
+
+
+def _chunk_retrieved(chunk: Chunk, score: float | None) -> Retrieved:
+    return Retrieved(chunk.id, chunk.sections, chunk.text, score, chunk.tokens)
 
 
 def reusable(case: CaseResult | None, store_k: int) -> Trace | None:

@@ -30,7 +30,8 @@ worker when the parent dies without cleaning up (SIGKILL, an unhandled SIGTERM):
 
 Forking is safe here: it happens from the main thread (:func:`can_fork`), and numpy's OpenBLAS
 stops its thread pool before a fork (its ``pthread_atfork`` handler) and starts it again at the
-next product, in the parent and in each worker. The Python objects the workers inherit are frozen
+next product, in the parent and in each worker; a worker asks it for one thread (a worker per core:
+the products are batched, one core each). The Python objects the workers inherit are frozen
 out of the garbage collector while they fork (``gc.freeze``), so a worker's collections do not
 write to, and so copy, the pages it shares with the parent.
 """
@@ -69,6 +70,10 @@ TIP_DIED = ("If the machine ran out of memory, answer in fewer processes: RAGEVA
             "case in rageval's own process.")
 
 PR_SET_PDEATHSIG = 1        # linux/prctl.h
+#: OpenBLAS's function setting its thread count, as numpy's wheels (scipy-openblas, openblas64_) and a
+#: system library name it
+BLAS_THREADS = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads", "openblas_set_num_threads64_",
+                "openblas_set_num_threads")
 
 
 def cores() -> int:
@@ -200,6 +205,7 @@ def _serve(job: Callable[[int], Any], conn: Connection, others: Sequence[Connect
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)     # terminate() ends it, whatever the parent installed
     _die_with(parent)
+    _one_blas_thread()
     for other in others:        # the parent's ends of its pipe and of those to the workers forked before it
         other.close()
     while True:
@@ -223,6 +229,27 @@ def _answered(job: Callable[[int], Any], block: int) -> bytes:
     except Exception as exc:  # noqa: BLE001 - what does not pickle is reported, as the bug it is
         failed = RuntimeError(f"a worker's answer could not be sent to the parent: {type(exc).__name__}: {exc}")
         return pickle.dumps((False, failed, message[2]), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _one_blas_thread() -> None:
+    """Linux: numpy's OpenBLAS (when it is OpenBLAS) computes on this worker's own thread. There is
+    a worker per core: a pool of BLAS threads per worker would contend with the other workers, and
+    its threads spin while they wait for work.
+    Scores do not depend on it (rageval.pipeline.index). Elsewhere, or with another BLAS, nothing."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            paths = sorted({line.split()[-1] for line in maps if "openblas" in line.lower()})
+    except OSError:
+        return
+    for path in paths:
+        try:
+            library = ctypes.CDLL(path)
+        except OSError:
+            continue
+        setter = next((getattr(library, name) for name in BLAS_THREADS if hasattr(library, name)), None)
+        if setter is not None:
+            setter(1)
+            return
 
 
 def _die_with(parent: int) -> None:
