@@ -111,15 +111,27 @@ def children(pid: int) -> list[int]:
 
 # --- the same results -----------------------------------------------------------------------------
 
+def answering_processes(monkeypatch) -> dict[str, Path]:
+    """Each process answering a case appends its pid to the file named by the returned dict's
+    "record" (a worker inherits the patch, and the file name as it was when it forked)."""
+    where: dict[str, Path] = {}
+    generate = ExtractiveGenerator.generate
+
+    def patched(self, *args, **kwargs):
+        with open(where["record"], "a", encoding="ascii") as f:
+            f.write(f"{os.getpid()}\n")
+        return generate(self, *args, **kwargs)
+    monkeypatch.setattr(ExtractiveGenerator, "generate", patched)
+    return where
+
+
 def run_three_ways(cfg: Path, processes: str, folder: Path) -> dict:
     """A whole run, shard 1 of 2, and a re-run of every other case with the cache bypassed (as the
-    gate's confirmation does), each as written bytes; the progress calls and the most worker
-    processes seen alive during each."""
-    out: dict = {"progress": [], "workers": 0}
+    gate's confirmation does), each as written bytes, and the progress calls."""
+    out: dict = {"progress": []}
 
     def progress(done: int, total: int) -> None:
         out["progress"].append((done, total))
-        out["workers"] = max(out["workers"], len(multiprocessing.active_children()))
     ev = evaluation(cfg, processes)
     whole = ev.run(progress=progress)
     out["whole"] = written(whole, folder / f"whole-{processes}.json")
@@ -131,14 +143,19 @@ def run_three_ways(cfg: Path, processes: str, folder: Path) -> dict:
     return out
 
 
-def test_two_processes_write_what_one_writes(project, tmp_path):
+def test_two_processes_write_what_one_writes(project, tmp_path, monkeypatch):
     # hybrid: both retrievers (dense and BM25) and their fusion; `rageval run` below is dense
     cfg = project.with_name("rageval-hybrid.yml")
     cfg.write_text(project.read_text(encoding="utf-8").replace("retrieval: {", "retrieval: {mode: hybrid, "),
                    encoding="utf-8")
+    where = answering_processes(monkeypatch)
+    where["record"] = tmp_path / "alone.pids"
     alone = run_three_ways(cfg, "1", tmp_path)
+    where["record"] = tmp_path / "together.pids"
     together = run_three_ways(cfg, "2", tmp_path)
-    assert alone["workers"] == 0 and together["workers"] == 2
+    assert set((tmp_path / "alone.pids").read_text().split()) == {str(os.getpid())}
+    forked = set((tmp_path / "together.pids").read_text().split())
+    assert len(forked) == 3 * 2 and str(os.getpid()) not in forked     # two workers a run: each has 2+ blocks
     ids = [c["id"] for c in json.loads(together["whole"])["cases"]]
     assert ids == [f"b{i}" for i in range(CASES)] == [c["id"] for c in json.loads(alone["whole"])["cases"]]
     for part in ("whole", "rerun", "shard"):
@@ -258,8 +275,8 @@ def test_an_exception_in_the_parent_stops_every_worker(project, monkeypatch, sto
     assert multiprocessing.active_children() == []
 
 
-#: `rageval run` whose worker answering the third block sleeps for ten minutes at its case b600
-#: ("slowly"), or whose workers are not killed with it by the kernel, as where prctl is missing
+#: `rageval run` whose worker answering the third block sleeps at its case b600: ten minutes
+#: ("slowly"), or five seconds with workers the kernel does not kill with it, as where prctl is missing
 RUN = """
 import sys, time
 from rageval import cli
@@ -268,8 +285,8 @@ from rageval.pipeline.generation import ExtractiveGenerator
 project, out, how = sys.argv[1:]
 generate = ExtractiveGenerator.generate
 def slowly(self, question, context, *, case_id=None, fresh=False):
-    if case_id == "b600" and how == "slowly":
-        time.sleep(600)
+    if case_id == "b600":
+        time.sleep(600 if how == "slowly" else 5)
     return generate(self, question, context, case_id=case_id, fresh=fresh)
 ExtractiveGenerator.generate = slowly
 if how == "without-pdeathsig":
