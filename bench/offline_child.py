@@ -6,10 +6,12 @@
     python bench/offline_child.py bm25s PROJECT_DIR CASES          # the same chunks and questions, bm25s
     python bench/offline_child.py cli ARGS...                      # the `rageval` command's main()
 
-Every child reports its own CPU seconds (user + system, every thread: BLAS's too) and peak RSS
-(``ru_maxrss``), interpreter start-up and imports included. ``scale`` and ``bm25s`` also report the
-CPU seconds of each stage (``time.process_time``) and the peak RSS once the index is built and
-searched (``engine_peak_rss_mb``), so the engine can be compared apart from the per-case pipeline:
+Every child reports its own CPU seconds (user + system, every thread: BLAS's too, and its worker
+processes': rageval.pipeline.workers reaps them before a run returns, so RUSAGE_CHILDREN holds them)
+and peak RSS (``ru_maxrss``; ``workers_peak_rss_mb``: the largest worker's), interpreter start-up
+and imports included. ``scale`` and ``bm25s`` also report the CPU seconds of each stage (the same
+count) and the peak RSS once the index is built and searched (``engine_peak_rss_mb``), so the
+engine can be compared apart from the per-case pipeline:
 
 - load: the config, the golden set and the corpus (the same readers on both sides);
 - index: rageval's builtin app (chunking, the embedder and/or BM25 index) | the same chunker, the
@@ -30,7 +32,6 @@ import io
 import json
 import resource
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -48,15 +49,21 @@ def peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
+def cpu_s() -> float:
+    """CPU seconds of this process (every thread) and of its reaped children (the worker processes)."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 class Stages:
     """CPU seconds of consecutive stages."""
 
     def __init__(self) -> None:
         self.cpu: dict[str, float] = {}
-        self._last = time.process_time()
+        self._last = cpu_s()
 
     def done(self, stage: str) -> None:
-        now = time.process_time()
+        now = cpu_s()
         self.cpu[stage] = round(now - self._last, 3)
         self._last = now
 
@@ -133,8 +140,9 @@ def measure(kind: str, args: list[str]) -> dict:
         figures = scale(Path(args[0]), args[1], args[2])
     else:
         figures = {"e2e": e2e, "build": build}[kind](Path(args[0]), *args[1:])
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return {**figures, "cpu_s": round(usage.ru_utime + usage.ru_stime, 3), "peak_rss_mb": peak_rss_mb()}
+    workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return {**figures, "cpu_s": round(cpu_s(), 3), "peak_rss_mb": peak_rss_mb(),
+            "workers_peak_rss_mb": round(workers / 1024, 1) if workers else None}
 
 
 if __name__ == "__main__":
