@@ -87,15 +87,16 @@ def measure(project: Path, out: Path, profile: str | None, processes: int = 0) -
     search = _timed_search(ev.app.retriever)
     used = ev.processes_for(-(-len(ev.golden.cases) // BLOCK))
     stage("answer", lambda: ev.answer_all(ev.golden.cases))
+    workers_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss     # before `git rev-parse` is one
     figures["search"] = {k: None if used > 1 else round(v, 3) for k, v in search.items()}
     stage("result", lambda: build_result(ev, state["answer"], {}, _no_cost()))
     stage("write", lambda: write_json(out, state["result"]))
     if profiler:
         profiler.dump_stats(profile)
-    usage, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
     return {"stages": figures, "cases": len(ev.golden.cases), "chunks": len(ev.app.chunks), "processes": used,
             "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
-            "peak_rss_workers_mb": round(kids.ru_maxrss / 1024, 1) if used > 1 else None,
+            "peak_rss_workers_mb": round(workers_rss / 1024, 1) if used > 1 else None,
             "bytes": out.stat().st_size}
 
 
