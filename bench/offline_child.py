@@ -6,10 +6,12 @@
     python bench/offline_child.py bm25s PROJECT_DIR CASES          # the same chunks and questions, bm25s
     python bench/offline_child.py cli ARGS...                      # the `rageval` command's main()
 
-Every child reports its own CPU seconds (user + system, every thread: BLAS's too) and peak RSS
-(``ru_maxrss``), interpreter start-up and imports included. ``scale`` and ``bm25s`` also report the
-CPU seconds of each stage (``time.process_time``) and the peak RSS once the index is built and
-searched (``engine_peak_rss_mb``), so the engine can be compared apart from the per-case pipeline:
+Every child reports its own CPU seconds (user + system, every thread: BLAS's too, and its worker
+processes': rageval.pipeline.workers reaps them before a run returns, so RUSAGE_CHILDREN holds them)
+and peak RSS (``ru_maxrss``, its own), interpreter start-up and imports included; the pipeline sees
+RAGEVAL_PROCESSES of its environment. ``scale`` and ``bm25s`` also report the CPU seconds of each
+stage (the same count) and the peak RSS once the index is built and searched
+(``engine_peak_rss_mb``), so the engine can be compared apart from the per-case pipeline:
 
 - load: the config, the golden set and the corpus (the same readers on both sides);
 - index: rageval's builtin app (chunking, the embedder and/or BM25 index) | the same chunker, the
@@ -28,9 +30,9 @@ import contextlib
 import importlib
 import io
 import json
+import os
 import resource
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -48,15 +50,27 @@ def peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
+def cpu_s() -> float:
+    """CPU seconds of this process (every thread) and of its reaped children (the worker processes)."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def pipeline_env() -> dict[str, str]:
+    """What the evaluated pipeline sees of this process's environment: RAGEVAL_PROCESSES only (so a
+    bench run can be measured with the workers and without them)."""
+    return {k: v for k, v in os.environ.items() if k == "RAGEVAL_PROCESSES"}
+
+
 class Stages:
     """CPU seconds of consecutive stages."""
 
     def __init__(self) -> None:
         self.cpu: dict[str, float] = {}
-        self._last = time.process_time()
+        self._last = cpu_s()
 
     def done(self, stage: str) -> None:
-        now = time.process_time()
+        now = cpu_s()
         self.cpu[stage] = round(now - self._last, 3)
         self._last = now
 
@@ -67,7 +81,7 @@ def config(path: Path, mode: str) -> Config:
 
 
 def e2e(project: Path, mode: str = "dense") -> dict:
-    result = prepare(config(project / "rageval.yml", mode), env={}).run()
+    result = prepare(config(project / "rageval.yml", mode), env=pipeline_env()).run()
     metrics = result.summary.metrics
     return {"cases": result.summary.n_cases, "hit@1": metrics["hit@1"], "mrr@5": metrics["mrr@5"]}
 
@@ -82,7 +96,7 @@ def scale(project: Path, cases: str, mode: str) -> dict:
     cfg = config(project / f"rageval-{cases}.yml", mode)
     golden, corpus = load_golden(cfg.golden), load_corpus(cfg.corpus, cfg.root)
     stages.done("load")
-    evaluation = prepare(cfg, env={}, golden=golden, corpus=corpus)
+    evaluation = prepare(cfg, env=pipeline_env(), golden=golden, corpus=corpus)
     stages.done("index")
     evaluation.app.prepare(list(evaluation.golden.cases))
     stages.done("search")
@@ -133,8 +147,7 @@ def measure(kind: str, args: list[str]) -> dict:
         figures = scale(Path(args[0]), args[1], args[2])
     else:
         figures = {"e2e": e2e, "build": build}[kind](Path(args[0]), *args[1:])
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return {**figures, "cpu_s": round(usage.ru_utime + usage.ru_stime, 3), "peak_rss_mb": peak_rss_mb()}
+    return {**figures, "cpu_s": round(cpu_s(), 3), "peak_rss_mb": peak_rss_mb()}
 
 
 if __name__ == "__main__":

@@ -86,6 +86,17 @@ def _reproducible_arg(p: argparse.ArgumentParser) -> None:
                    "null), so two runs of the same inputs write the same bytes")
 
 
+#: the environment variable of the commands that run an evaluation (rageval.pipeline.workers)
+PROCESSES_HELP = ("environment: RAGEVAL_PROCESSES=N caps the worker processes that answer the cases of the builtin "
+                  "app's offline pipeline (default: one per core this process may use; 1: none, every case in this "
+                  "process)")
+
+
+def _evaluating(sub: argparse._SubParsersAction, name: str, help_text: str) -> argparse.ArgumentParser:
+    """The parser of a command that runs an evaluation (its help names RAGEVAL_PROCESSES)."""
+    return sub.add_parser(name, help=help_text, epilog=PROCESSES_HELP)
+
+
 def _eval_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("validate", help="check config, golden set and corpus; exit 0 or 2")
     _common(p)
@@ -95,7 +106,7 @@ def _eval_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-git", action="store_true", help="do not compare with the golden set committed in git")
     p.set_defaults(handler="rageval.commands.validate:main")
 
-    p = sub.add_parser("run", help="run the eval once and write a RunResult")
+    p = _evaluating(sub, "run", "run the eval once and write a RunResult")
     _common(p)
     p.add_argument("--app", default=None, metavar="replay:FILE", help="answer from a JSONL trace file instead")
     p.add_argument("--out", default=None, help="write the RunResult JSON here")
@@ -103,7 +114,7 @@ def _eval_parsers(sub: argparse._SubParsersAction) -> None:
     _reproducible_arg(p)
     p.set_defaults(handler="rageval.commands.run:run")
 
-    p = sub.add_parser("baseline", help="run the eval N times (noise), write the baseline RunResult")
+    p = _evaluating(sub, "baseline", "run the eval N times (noise), write the baseline RunResult")
     _common(p)
     p.add_argument("--repeats", type=int, default=3, help="runs to measure noise (default 3)")
     p.add_argument("--out", default="rageval-baseline.json", help="where to write it (default rageval-baseline.json)")
@@ -118,7 +129,7 @@ def _eval_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, help="write the merged RunResult here")
     p.set_defaults(handler="rageval.commands.run:merge")
 
-    p = sub.add_parser("gate", help="compare a candidate to the baseline; exit 0 pass, 1 blocked, 2 bad input")
+    p = _evaluating(sub, "gate", "compare a candidate to the baseline; exit 0 pass, 1 blocked, 2 bad input")
     _common(p)
     p.add_argument("--baseline", default=None, help="baseline RunResult (none: gate.missing_baseline decides)")
     p.add_argument("--candidate", default=None, help="candidate RunResult; without it the eval runs now")

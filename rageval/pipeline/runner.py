@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -32,14 +32,16 @@ from rageval.metrics.judge import JUDGE_PARAMETERS
 from rageval.metrics.registry import REGISTRY, RULE, CaseInput, case_metrics
 from rageval.metrics.registry import needs_model as checks_need_model
 from rageval.metrics.retrieval import Relevance, first_relevant_rank
+from rageval.pipeline import workers
 from rageval.pipeline.apps import App, Trace
 from rageval.pipeline.apps.builtin import BuiltinApp
 from rageval.pipeline.apps.command import CommandApp
 from rageval.pipeline.apps.http import HttpApp
 from rageval.pipeline.apps.replay import ReplayApp
+from rageval.pipeline.chunking import Chunk
 from rageval.pipeline.judging import CaseJudge, ModelJudge
 from rageval.pipeline.llm import LLMClient
-from rageval.records import FAIL, CaseResult, CheckResult
+from rageval.records import FAIL, CaseResult, CheckResult, Retrieved
 from rageval.results import GoldenInfo, Progress, RunResult, Shard
 from rageval.settings import Config
 from rageval.text import count_tokens
@@ -60,6 +62,7 @@ class Evaluation:
     env: Mapping[str, str] = field(default_factory=dict)     # what the model client and the app may see
     shard: Shard | None = None                               # run only this shard's cases (--shard i/N)
     clock: Clock = field(default_factory=Clock)              # created_at, timings, latencies (rageval.clock)
+    processes: int = field(default_factory=workers.cores)    # worker processes at most (RAGEVAL_PROCESSES)
 
     @cached_property
     def golden_audit(self) -> dict[str, Any]:
@@ -102,10 +105,13 @@ class Evaluation:
     def answer_all(self, cases: Sequence[Case], *, fresh: bool = False,
                    previous: Mapping[str, CaseResult] | None = None,
                    progress: Progress | None = None) -> list[CaseResult]:
-        """Answer and score ``cases`` concurrently; returns the results in the input order. Cases go
-        through the app in blocks of ``BLOCK`` (the app retrieves a block in one batch), and each
-        scored case keeps only its top ``retrieval.store_k`` retrieved items, so memory holds one
-        block's full rankings, not the run's (issue 22: 5,545 cases at top_k 1000)."""
+        """Answer and score ``cases`` concurrently; returns the results in the input order, and
+        calls ``progress`` after each. Cases go through the app in blocks of ``BLOCK`` (the app
+        retrieves a block in one batch), and each scored case keeps only its top
+        ``retrieval.store_k`` retrieved items, so memory holds one block's full rankings, not the
+        run's (issue 22: 5,545 cases at top_k 1000). The builtin app's deterministic pipeline
+        answers the blocks in worker processes, one per core (:meth:`processes_for`,
+        :mod:`rageval.pipeline.workers`): the same blocks, so the same results."""
         prepare_app = getattr(self.app, "prepare", None)
         store_k = self.cfg.retrieval.store_k
 
@@ -121,19 +127,49 @@ class Evaluation:
             return result.replace(retrieved=None if result.retrieved is None else result.retrieved[:store_k],
                                   latency_ms=self.clock.latency(result.latency_ms))
 
+        def answer_block(block: Sequence[Case], each: Callable[..., Iterator[CaseResult]] = map
+                         ) -> Iterator[CaseResult]:
+            if prepare_app is not None:
+                prepare_app(block)
+            return each(one, block)
+
         out: list[CaseResult] = []
+
+        def record(results: Iterable[CaseResult]) -> None:
+            for result in results:
+                out.append(result)
+                if progress:
+                    progress(len(out), len(cases))
+
+        parts = list(blocks(cases, BLOCK))
+        processes = self.processes_for(len(parts))
+        if processes > 1:
+            self.holders  # noqa: B018 - computed here once, so that the workers inherit it
+            chunks = {c.id: c for c in self.app.chunks}  # type: ignore[attr-defined]
+
+            def job(i: int) -> list[tuple[CaseResult, Packed]]:
+                return [packed(result, chunks) for result in answer_block(parts[i])]
+            with workers.in_processes(job, len(parts), processes) as done:
+                for sent in done:
+                    record(unpacked(result, chunks) for result in sent)
+            return out
         # threads only help an app that waits (a model, a service); an in-process deterministic
         # pipeline is CPU-bound, where threads only contend for the GIL
-        workers = 1 if self.deterministic else max(1, min(self.cfg.app.concurrency, len(cases)))
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            for block in blocks(cases, BLOCK):
-                if prepare_app is not None:
-                    prepare_app(block)
-                for result in (map(one, block) if workers == 1 else pool.map(one, block)):
-                    out.append(result)
-                    if progress:
-                        progress(len(out), len(cases))
+        threads = 1 if self.deterministic else max(1, min(self.cfg.app.concurrency, len(cases)))
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            for block in parts:
+                record(answer_block(block, map if threads == 1 else pool.map))
         return out
+
+    def processes_for(self, n_blocks: int) -> int:
+        """Worker processes answering ``n_blocks`` blocks of cases (:mod:`rageval.pipeline.workers`):
+        for the builtin app's deterministic pipeline with no model client, where fork exists and
+        from the main thread, ``processes`` (RAGEVAL_PROCESSES, else every core) but at most one
+        per block; else 1 (the cases are answered in this process, by threads for an app that waits)."""
+        if not (self.deterministic and isinstance(self.app, BuiltinApp) and self.client is None
+                and workers.can_fork()):
+            return 1
+        return max(1, min(self.processes, n_blocks))
 
     def run(self, *, fresh: bool = False, case_ids: Sequence[str] | None = None,
             previous: RunResult | None = None, progress: Progress | None = None) -> RunResult:
@@ -160,6 +196,34 @@ BLOCK = 256
 def blocks(items: Sequence[Case], size: int) -> Iterator[Sequence[Case]]:
     for start in range(0, len(items), size):
         yield items[start:start + size]
+
+
+#: a case's retrieved items as a worker sends them: a chunk of the index as (chunk id, score), else as it is
+Packed = tuple[tuple[str, float | None] | Retrieved, ...] | None
+
+
+def packed(result: CaseResult, chunks: Mapping[str, Chunk]) -> tuple[CaseResult, Packed]:
+    """``result`` as a worker process sends it back: the chunks of the index it retrieved as their
+    ids and scores (the parent holds the same chunks), so their texts are neither pickled nor, once
+    back, held once per case."""
+    if result.retrieved is None:
+        return result, None
+    return result.replace(retrieved=None), tuple(
+        (r.chunk_id, r.score) if (c := chunks.get(r.chunk_id)) is not None and r.text is c.text
+        and r.sections == c.sections and r.tokens == c.tokens else r for r in result.retrieved)
+
+
+def unpacked(sent: tuple[CaseResult, Packed], chunks: Mapping[str, Chunk]) -> CaseResult:
+    """The result :func:`packed` sent, as the worker held it."""
+    result, retrieved = sent
+    if retrieved is None:
+        return result
+    return result.replace(retrieved=tuple(
+        item if isinstance(item, Retrieved) else _chunk_retrieved(chunks[item[0]], item[1]) for item in retrieved))
+
+
+def _chunk_retrieved(chunk: Chunk, score: float | None) -> Retrieved:
+    return Retrieved(chunk.id, chunk.sections, chunk.text, score, chunk.tokens)
 
 
 def reusable(case: CaseResult | None, store_k: int) -> Trace | None:
@@ -198,7 +262,9 @@ def prepare(cfg: Config, *, env: Mapping[str, str], subset: str | None = None, a
     """Load the golden set and corpus (unless ``golden`` / ``corpus`` are given: the whole set and
     corpus ``cfg`` names, already loaded), check them against each other, build the model client
     (only when a stage needs one), the judge and the App. ``env`` is the environment the model
-    client and the user's app may see (the caller decides what it holds)."""
+    client and the user's app may see (the caller decides what it holds); its RAGEVAL_PROCESSES caps
+    the worker processes of the builtin app's deterministic pipeline (rageval.pipeline.workers)."""
+    processes = workers.processes_wanted(env)
     golden = golden if golden is not None else load_golden(cfg.golden)
     corpus = corpus if corpus is not None else load_corpus(cfg.corpus, cfg.root)
     if not sections_checked:
@@ -213,7 +279,7 @@ def prepare(cfg: Config, *, env: Mapping[str, str], subset: str | None = None, a
                            else None)
     app = make_app(cfg, corpus, app_spec, client, env)
     return Evaluation(cfg, chosen, subset, corpus, app, client, judge or CaseJudge(),
-                      getattr(app, "index_seconds", 0.0), dict(env), shard, clock or Clock())
+                      getattr(app, "index_seconds", 0.0), dict(env), shard, clock or Clock(), processes)
 
 
 #: app.type -> how that App is made from the config (the builtin one also needs the corpus and model client)
