@@ -127,7 +127,9 @@ def run_child(project: Path, out: Path, profile: str | None = None, processes: i
     if profile:
         argv += ["--profile", profile]
     load = os.getloadavg()[0]
-    done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, check=False)
+    # the rageval package beside this bench (a `git archive` of another commit), not the one installed
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=env, check=False)
     if done.returncode != 0:
         raise SystemExit(f"child failed: {done.stderr[-2000:]}")
     return {**json.loads(done.stdout.splitlines()[-1]), "load": [round(load, 2), round(os.getloadavg()[0], 2)]}
