@@ -13,7 +13,9 @@ import itertools
 import re
 import unicodedata
 from collections.abc import Callable, Iterable
+from typing import Generic, TypeVar
 
+T = TypeVar("T")
 _TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SPACE = re.compile(r"\s+")
@@ -50,16 +52,18 @@ def fold(text: str) -> str:
     return _SPACE.sub(" ", text.casefold().translate(_FOLD)).strip()
 
 
-class PieceCache:
+class PieceCache(Generic[T]):
     """What ``cut`` makes of each distinct whitespace-free piece of text (as ``str.split`` cuts it),
     computed once per process: the per-character work (folding, a regular expression) is paid once
     per piece, not once per occurrence. At most ``limit`` pieces are kept; when full it starts
-    again. Threads may share one: a piece dropped by another thread's restart is cut again."""
+    again. Threads may share one: a piece dropped by another thread's restart is cut again.
+    ``joined`` is for cuts that are sequences of words."""
 
-    def __init__(self, cut: Callable[[str], tuple[str, ...]], limit: int = 200_000) -> None:
-        self._cut, self._limit, self._known = cut, limit, {}
+    def __init__(self, cut: Callable[[str], T], limit: int = 200_000) -> None:
+        self._cut, self._limit = cut, limit
+        self._known: dict[str, T] = {}
 
-    def each(self, pieces: list[str]) -> list[tuple[str, ...]]:
+    def each(self, pieces: list[str]) -> list[T]:
         """``cut`` of each piece, in order."""
         known = self._known
         try:
@@ -79,9 +83,9 @@ class PieceCache:
     def joined(self, pieces: list[str]) -> list[str]:
         """The pieces' cuts one after another."""
         try:
-            return list(itertools.chain.from_iterable(map(self._known.__getitem__, pieces)))
+            return list(itertools.chain.from_iterable(map(self._known.__getitem__, pieces)))  # type: ignore[call-overload]
         except KeyError:
-            return list(itertools.chain.from_iterable(self.each(pieces)))
+            return list(itertools.chain.from_iterable(self.each(pieces)))  # type: ignore[call-overload]
 
 
 _WORDS = PieceCache(lambda piece: tuple(_WORD.findall(fold(piece))))   # a piece -> its folded words

@@ -102,7 +102,7 @@ class Reader:
         self.toks = toks
         # where a mention can start (digits, a word a number starts with, a "$" sign): the scan skips
         # from one to the next, since every other token fails at once
-        self.starts = list(itertools.compress(itertools.count(), map(_STARTS.__getitem__, toks)))
+        self.starts = list(itertools.compress(itertools.count(), _STARTS.each(toks)))
 
     def after(self, j: int) -> int:
         """The first start at ``j`` or later (the end of the tokens when there is none)."""
@@ -216,18 +216,10 @@ class Reader:
 _FIRST_WORDS = frozenset([*_VI_DIGITS, *_VI_DIGITS_PLAIN, "mười", fold("mười"), *_EN_ONES, *_EN_TENS, "a", "an"])
 
 
-class _Starts(dict[str, bool]):
-    """Token → whether a mention can start at it (digits, a word a number starts with, a "$" sign),
-    decided once per distinct token, so a text's starts are found without a Python step per token.
-    Bounded: cleared when full (a token dropped by another thread's clear is decided again)."""
-
-    limit = 200_000
-
-    def __missing__(self, token: str) -> bool:
-        if len(self) > self.limit:
-            self.clear()
-        start = self[token] = token[0].isdecimal() or token in _FIRST_WORDS or token == "$"
-        return start
+def _can_start(token: str) -> bool:
+    """Whether a mention can start at ``token``: digits, a word a number starts with, a "$" sign."""
+    return token[0].isdecimal() or token in _FIRST_WORDS or token == "$"
 
 
-_STARTS = _Starts()
+#: token -> _can_start, decided once per distinct token, so a text's starts are found without a Python step per token
+_STARTS = PieceCache(_can_start)
