@@ -169,16 +169,16 @@ def parse_result_json(data: bytes, where: str, error: type[RagevalError] = Resul
     return load_json(data, where, error=error)
 
 
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_INDENTED = json.JSONEncoder(ensure_ascii=False, indent=1, allow_nan=False)
+
+
 def to_json(data: Any, *, compact: bool = False) -> str:
     """The JSON rageval writes: UTF-8 text, never NaN or Infinity; indented by one space, or
     ``compact`` (no whitespace at all) for large machine-read files."""
-    if compact:
-        return _COMPACT.encode(data) + "\n"
-    return json.dumps(data, ensure_ascii=False, indent=1, allow_nan=False) + "\n"
+    return (_COMPACT if compact else _INDENTED).encode(data) + "\n"
 
 
-_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-_INDENTED = json.JSONEncoder(ensure_ascii=False, indent=1, allow_nan=False)
 #: characters of JSON text encoded and written at a time by ``write_json``
 PIECE_CHARS = 1 << 18
 
