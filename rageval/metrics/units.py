@@ -106,7 +106,7 @@ BUILT_IN_WORDS = frozenset(sp.words for sp in UNITS_BY_LENGTH + CURRENCIES_BY_LE
 
 # --- the record --------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Quantity:
     """A number in a canonical unit. ``value`` is an ``int`` when whole, else a normalised
     ``Decimal``; ``unit`` is one of :data:`UNITS`. Two quantities are equal when value and unit are:
