@@ -169,8 +169,30 @@ def parse_result_json(data: bytes, where: str, error: type[RagevalError] = Resul
     return load_json(data, where, error=error)
 
 
-_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-_INDENTED = json.JSONEncoder(ensure_ascii=False, indent=1, allow_nan=False)
+class Streamed:
+    """A JSON array of ``length`` items that ``items()`` makes while it is written (``json_pieces``,
+    ``write_json``): a large list of records is never held whole. Anywhere else json writes it as
+    the list it makes."""
+
+    def __init__(self, length: int, items: Callable[[], Iterable[Any]]) -> None:
+        self._length, self._items = length, items
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._items())
+
+
+def _streamed(value: Any) -> list[Any]:
+    """json's ``default``: a Streamed as its items; anything else unwritable, as json says it."""
+    if isinstance(value, Streamed):
+        return list(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_streamed)
+_INDENTED = json.JSONEncoder(ensure_ascii=False, indent=1, allow_nan=False, default=_streamed)
 
 
 def to_json(data: Any, *, compact: bool = False) -> str:
@@ -202,7 +224,7 @@ def _compact_pieces(value: Any, depth: int) -> Iterator[str]:
             yield from _compact_pieces(item, depth + 1)
             opening = ","
         yield "}"
-    elif isinstance(value, (list, tuple)) and value and (depth < 2 or len(value) >= 64):
+    elif isinstance(value, (list, tuple, Streamed)) and value and (depth < 2 or len(value) >= 64):
         opening = "["
         for item in value:
             yield opening
@@ -231,12 +253,13 @@ def _utf8_blocks(pieces: Iterable[str]) -> Iterator[bytes]:
 
 def write_json(path: str | os.PathLike[str], data: Any, *, compact: bool | None = None, links: bool = True) -> None:
     """Write JSON atomically (see write_bytes), streamed in blocks (``json_pieces``); a record with
-    ``to_dict`` is written as that, and compact when it says so (``compact_json``) unless
+    ``to_dict`` is written as that (as ``to_json_tree``, the same JSON with lists it makes while
+    they are written, when it has one), and compact when it says so (``compact_json``) unless
     ``compact`` says. An unwritable value (NaN, an object json cannot encode) fails before the
     file is replaced, as ever."""
     compact = getattr(data, "compact_json", False) if compact is None else compact
     with paused_gc():
-        tree = data.to_dict() if hasattr(data, "to_dict") else data
+        tree = data.to_json_tree() if hasattr(data, "to_json_tree") else data.to_dict() if hasattr(data, "to_dict") else data
         write_bytes(path, _utf8_blocks(json_pieces(tree, compact=compact)), links=links)
 
 

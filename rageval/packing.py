@@ -19,10 +19,10 @@ fields are neither inline nor in the snapshot, is bad input naming the key.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from rageval.files import Reader
+from rageval.files import Reader, Streamed
 
 #: case fields the golden snapshot holds too, in the order a case record writes them
 GOLDEN_FIELDS = ("question", "expected_answer", "expected_sections", "slice", "tags", "out_of_scope")
@@ -41,29 +41,53 @@ def _same(snapshot_value: Any, value: Any) -> bool:
 
 def pack(cases: list[dict[str, Any]], snapshot: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Any]:
     """Pack ``cases`` (plain dicts, changed in place); return the chunk table."""
-    table: dict[str, dict[str, Any]] = {}
-    snapshot = snapshot or {}
+    table = chunk_table(item for case in cases for item in case.get("retrieved") or ())
     for case in cases:
-        golden = snapshot.get(case["id"])
-        if golden is not None:
-            for name in GOLDEN_FIELDS:
-                if name in case and _same(golden.get(name), case[name]):
-                    del case[name]
-        for item in case.get("retrieved") or ():
-            text = item.get("text")
-            if not text:
-                continue
-            entry = table.get(item["chunk_id"])
-            if entry is None:          # a chunk's first mention: its text is hashed once, not per mention
-                entry = table[item["chunk_id"]] = {"sha256": _sha(text), "text": text,
-                                                   **{k: item.get(k) for k in CHUNK_FIELDS}}
-            elif entry["text"] != text:
-                continue
-            del item["text"]
-            for name in CHUNK_FIELDS:
-                if item.get(name) == entry.get(name):
-                    item.pop(name, None)
+        pack_case(case, table, snapshot)
     return table
+
+
+def packed_cases(records: Sequence[Any], snapshot: Mapping[str, Mapping[str, Any]] | None
+                 ) -> tuple[dict[str, Any], Streamed]:
+    """(chunk table, the packed case records) of case results (``to_dict`` and ``retrieved``), the
+    records made one at a time as they are written (``Streamed``): the file is the same as
+    :func:`pack`'s, and a run's records are never all held at once (20,000 cases: ~80 MB)."""
+    table = chunk_table(item.to_dict() for record in records for item in record.retrieved or ())
+    return table, Streamed(len(records), lambda: (pack_case(r.to_dict(), table, snapshot) for r in records))
+
+
+def chunk_table(items: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """The chunk table of retrieved items (``Retrieved.to_dict``'s), in the run's order: each chunk
+    id's first mention with a text gives its entry (its text is hashed once, not per mention)."""
+    table: dict[str, dict[str, Any]] = {}
+    for item in items:
+        text = item.get("text")
+        if text and item["chunk_id"] not in table:
+            table[item["chunk_id"]] = {"sha256": _sha(text), "text": text, **{k: item.get(k) for k in CHUNK_FIELDS}}
+    return table
+
+
+def pack_case(case: dict[str, Any], table: Mapping[str, Mapping[str, Any]],
+              snapshot: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Any]:
+    """``case`` (a plain dict, changed in place and returned) without the golden fields the
+    snapshot holds, and without what ``table`` holds of each retrieved item: the text, and the
+    sections and tokens when equal. An item whose text is not its chunk id's entry's (an app that
+    reused a chunk id) keeps its own values."""
+    golden = snapshot.get(case["id"]) if snapshot else None
+    if golden is not None:
+        for name in GOLDEN_FIELDS:
+            if name in case and _same(golden.get(name), case[name]):
+                del case[name]
+    for item in case.get("retrieved") or ():
+        text = item.get("text")
+        entry = table.get(item["chunk_id"]) if text else None
+        if entry is None or entry["text"] != text:
+            continue
+        del item["text"]
+        for name in CHUNK_FIELDS:
+            if item.get(name) == entry.get(name):
+                item.pop(name, None)
+    return case
 
 
 def _table(data: Mapping[str, Any], r: Reader) -> dict[str, dict[str, Any]]:

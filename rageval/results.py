@@ -7,15 +7,13 @@ schema says) and a strict ``from_dict()`` that is the only validator of a result
 version, required keys, types, and finite numbers. NaN, ±Infinity, a string or null where a
 number belongs, or a missing key is an error that names the key.
 
-Records: :class:`CheckResult` (one check of one case), :class:`Retrieved` (one retrieved chunk),
-:class:`CaseResult`, :class:`Summary`, :class:`Noise`, :class:`Cost` (``rageval.cost``, re-exported
-here), :class:`GoldenInfo` and :class:`RunResult`. Free-form blocks (the resolved ``config``, the
-golden and corpus snapshots, the golden checks, a check's details) are kept as plain JSON values,
-checked for finite numbers.
+Records: CheckResult, Retrieved, CaseResult (``rageval.records``), Summary, Noise, Cost
+(``rageval.cost``), GoldenInfo, RunResult. Free-form blocks (config, the golden and corpus
+snapshots, golden checks, a check's details) stay plain JSON values, checked for finite numbers.
 
-Every results file comes in through ``RunResult.from_json(bytes, where)`` (``load_result`` for a
-path): the local file, ``--baseline``, ``--candidate`` and the baseline artifact's member alike.
-Reading and writing the files (strict JSON, size bound, atomic writes) is ``rageval.files``'s.
+Every results file (local, ``--baseline``, ``--candidate``, the artifact's member) comes in through
+``RunResult.from_json(bytes, where)`` (``load_result`` for a path); the files themselves (strict
+JSON, size bound, atomic and streamed writes) are ``rageval.files``'s.
 """
 
 from __future__ import annotations
@@ -34,7 +32,7 @@ from rageval.errors import RagevalError, ResultError
 from rageval.files import Reader, parse_result_json, paused_gc, read_result_file
 from rageval.metrics.registry import metric_bounds, sigma_bounds
 from rageval.metrics.values import value_reader
-from rageval.packing import pack, unpack
+from rageval.packing import pack, packed_cases, unpack
 from rageval.records import CaseResult, Record
 
 SCHEMA_VERSION = 2
@@ -65,8 +63,7 @@ class Summary:
         return None if part is None else part.metrics.get(metric)
 
     def slice_n(self, slice_key: str) -> int:
-        part = (self.by_slice or {}).get(slice_key)
-        return 0 if part is None else part.n_cases
+        return getattr((self.by_slice or {}).get(slice_key), "n_cases", 0)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"n_cases": self.n_cases, "n_passed": self.n_passed, "n_failed": self.n_failed,
@@ -80,13 +77,10 @@ class Summary:
         data = r.obj(data, key)
         r.keys(data, ("n_cases", "n_passed", "n_failed", "n_errors", "metrics", "by_slice"), key)
         counts = [r.int_(r.req(data, n, key), f"{key}.{n}") for n in ("n_cases", "n_passed", "n_failed", "n_errors")]
-        by_slice = None
-        if top:
-            by_slice = {str(label): cls.from_dict(s, f"{key}.by_slice.{label}", r, top=False)
-                        for label, s in r.obj(r.req(data, "by_slice", key), f"{key}.by_slice").items()}
-        return cls(*counts, metrics=r.numbers(r.req(data, "metrics", key), f"{key}.metrics",  # type: ignore[misc]
-                                              bounds=metric_bounds),
-                   by_slice=by_slice)
+        by_slice = {str(label): cls.from_dict(s, f"{key}.by_slice.{label}", r, top=False)
+                    for label, s in r.obj(r.req(data, "by_slice", key), f"{key}.by_slice").items()} if top else None
+        metrics = r.numbers(r.req(data, "metrics", key), f"{key}.metrics", bounds=metric_bounds)
+        return cls(*counts, metrics=metrics, by_slice=by_slice)  # type: ignore[misc]
 
 
 @dataclass(frozen=True)
@@ -420,7 +414,13 @@ class RunResult:
     def to_dict(self) -> dict[str, Any]:
         """The JSON written (schema_version 2): packed (rageval.packing), each text written once."""
         cases = [c.to_dict() for c in self.cases]
-        chunks = pack(cases, self.golden.cases)
+        return self._tree(pack(cases, self.golden.cases), cases)
+
+    def to_json_tree(self) -> dict[str, Any]:
+        """``to_dict``'s JSON, the case records made one at a time as write_json writes them."""
+        return self._tree(*packed_cases(self.cases, self.golden.cases))
+
+    def _tree(self, chunks: dict[str, Any], cases: Any) -> dict[str, Any]:
         out = {
             "schema_version": SCHEMA_VERSION, "tool": dict(self.tool), "created_at": self.created_at,
             "git_sha": self.git_sha, "golden": self.golden.to_dict(), "corpus": self.corpus,
