@@ -176,6 +176,9 @@ class Evaluation:
         """One pass over the subset (or ``case_ids``; only the shard's cases with ``shard``) → a
         RunResult. ``fresh`` bypasses the response caches; ``previous`` offers the first run's
         traces for deterministic stages."""
+        # the golden set's audit first: the leak check's arrays come and go before the cases' results
+        # are held, not on top of them (20,000 cases over 10,000 chunks: 425 -> 370 MB at the peak)
+        self.golden_audit  # noqa: B018
         started, before = time.monotonic(), ledger_of(self.client)
         cases = [c for c in self.golden.cases if self.shard is None or self.shard.holds(c.id)]
         if case_ids is not None:
