@@ -135,7 +135,7 @@ _CHECK_FIELDS = frozenset(("status", "passed", "score", "reason"))
 HOLDOUT_TAG = "holdout"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CheckResult:
     """The outcome of one check on one case.
 
@@ -201,7 +201,34 @@ class CheckResult:
                    r.str_(data.get("reason", ""), f"{where}.reason") or "", details)
 
 
-@dataclass(frozen=True)
+class Shared:
+    """One object for each distinct value a run makes again and again: its cases' equal metric
+    tables, check results, slices and usages (20,000 cases hold a few thousand distinct ones), so
+    each is held once. Values are told apart by their items' ``repr``, what JSON writes of them: 1,
+    1.0, True and 0.0, -0.0 stay apart. The records are frozen and nothing changes their mappings.
+    Bounded: at ``limit`` distinct values it starts again; threads may share one."""
+
+    def __init__(self, limit: int = 4096) -> None:
+        self._limit, self._known = limit, dict[tuple[Any, ...], Any]()
+
+    def _one(self, key: tuple[Any, ...], value: Any) -> Any:
+        known = self._known
+        found = known.get(key)
+        if found is None:
+            if len(known) >= self._limit:
+                known.clear()
+            found = known[key] = value
+        return found
+
+    def mapping(self, values: dict[str, Any]) -> dict[str, Any]:
+        return self._one(("mapping", *((k, repr(v)) for k, v in values.items())), values)
+
+    def check(self, result: CheckResult) -> CheckResult:
+        return self._one(("check", result.status, repr(result.score), result.reason,
+                          *((k, repr(v)) for k, v in result.details.items())), result)
+
+
+@dataclass(frozen=True, slots=True)
 class Retrieved:
     """One retrieved chunk, best first in a case's list."""
 
@@ -240,7 +267,7 @@ def slice_labels(slice_values: Mapping[str, Any]) -> list[str]:
     return [f"{k}={label(v)}" for k, v in sorted(slice_values.items())]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CaseResult:
     """One golden case as answered and scored: the case, the trace, the checks and the verdict."""
 

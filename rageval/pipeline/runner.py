@@ -41,7 +41,7 @@ from rageval.pipeline.apps.replay import ReplayApp
 from rageval.pipeline.chunking import Chunk
 from rageval.pipeline.judging import CaseJudge, ModelJudge
 from rageval.pipeline.llm import LLMClient
-from rageval.records import FAIL, CaseResult, CheckResult, Retrieved
+from rageval.records import FAIL, CaseResult, CheckResult, Retrieved, Shared
 from rageval.results import GoldenInfo, Progress, RunResult, Shard
 from rageval.settings import Config
 from rageval.text import count_tokens
@@ -194,6 +194,8 @@ class Evaluation:
 
 #: cases an app answers per batch: its retrieval for a block is held at full depth until scored
 BLOCK = 256
+#: equal metric tables, check results, slices and usages of a run's cases: one object each
+SHARED = Shared()
 
 
 def blocks(items: Sequence[Case], size: int) -> Iterator[Sequence[Case]]:
@@ -217,12 +219,14 @@ def packed(result: CaseResult, chunks: Mapping[str, Chunk]) -> tuple[CaseResult,
 
 
 def unpacked(sent: tuple[CaseResult, Packed], chunks: Mapping[str, Chunk]) -> CaseResult:
-    """The result :func:`packed` sent, as the worker held it."""
+    """The result :func:`packed` sent, as the worker held it, its equal values shared with the
+    other blocks' (``SHARED``: a pickle shares them within its block only)."""
     result, retrieved = sent
-    if retrieved is None:
-        return result
-    return result.replace(retrieved=tuple(
-        item if isinstance(item, Retrieved) else _chunk_retrieved(chunks[item[0]], item[1]) for item in retrieved))
+    return result.replace(
+        retrieved=None if retrieved is None else tuple(
+            item if isinstance(item, Retrieved) else _chunk_retrieved(chunks[item[0]], item[1]) for item in retrieved),
+        metrics=SHARED.mapping(result.metrics), slice=SHARED.mapping(result.slice),
+        usage=SHARED.mapping(result.usage), checks={name: SHARED.check(c) for name, c in result.checks.items()})
 
 
 def _chunk_retrieved(chunk: Chunk, score: float | None) -> Retrieved:
@@ -317,9 +321,10 @@ def score_case(case: Case, trace: Trace, corpus: Corpus, cfg: Config, judge: Cas
     section → the sections of the index's chunks holding it, when the app says (nDCG's ideal)."""
     base = CaseResult(
         id=case.id, question=case.question, expected_answer=case.expected_answer,
-        expected_sections=tuple(case.expected_sections), slice=dict(case.slice), tags=tuple(case.tags),
+        expected_sections=tuple(case.expected_sections), slice=SHARED.mapping(dict(case.slice)),
+        tags=tuple(case.tags),
         out_of_scope=case.out_of_scope, answer=trace.answer, retrieved=trace.retrieved,
-        error=trace.error, usage=dict(trace.usage), latency_ms=trace.latency_ms)
+        error=trace.error, usage=SHARED.mapping(dict(trace.usage)), latency_ms=trace.latency_ms)
     if trace.error:
         return base
     # chunk sizes: as the app reported them, else counted with our tokenizer
@@ -330,7 +335,8 @@ def score_case(case: Case, trace: Trace, corpus: Corpus, cfg: Config, judge: Cas
     rank = None
     if trace.retrieved is not None and tokens is not None and relevance.grades:
         ranking = [set(r.sections) for r in trace.retrieved]
-        metrics = {k: round(v, 6) for k, v in case_metrics(cfg.metric_names(), ranking, tokens, relevance).items()}
+        values = case_metrics(cfg.metric_names(), ranking, tokens, relevance)
+        metrics = {k: round(v, 6) for k, v in values.items()}
         rank = first_relevant_rank(ranking, relevance)
     source = corpus.text_of([s for s, g in relevance.grades.items() if g > 0])
     x = CaseInput(id=case.id, question=case.question, expected_answer=case.expected_answer,
@@ -343,12 +349,12 @@ def score_case(case: Case, trace: Trace, corpus: Corpus, cfg: Config, judge: Cas
     checks: dict[str, CheckResult] = {}
     for check in REGISTRY.ordered_checks():
         if check.applies(cfg):
-            checks[check.name] = result = check.run(x)  # type: ignore[misc]
+            checks[check.name] = result = SHARED.check(check.run(x))  # type: ignore[misc]
             if check.stage == RULE and result.status == FAIL:
                 x.failed_rules.append(check.name)
     passed, failures, error = verdict_of(checks)
     return base.replace(context_tokens=None if tokens is None else sum(tokens[: len(trace.context)]),
-                        first_relevant_rank=rank, metrics=metrics, checks=checks, passed=passed,
+                        first_relevant_rank=rank, metrics=SHARED.mapping(metrics), checks=checks, passed=passed,
                         failures=failures, error=error)
 
 
