@@ -41,6 +41,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 Ranking = Sequence[frozenset[str] | set[str] | Sequence[str]]
 
@@ -73,7 +74,7 @@ class Relevance:
         grades = dict(expected) if isinstance(expected, Mapping) else dict.fromkeys(expected, 1)
         return cls(grades, minimum, None if holders is None else tuple(frozenset(h) for h in holders))
 
-    @property
+    @cached_property
     def relevant(self) -> frozenset[str]:
         return frozenset(s for s, g in self.grades.items() if g >= self.minimum)
 
@@ -92,8 +93,8 @@ class Relevance:
 
     __rand__ = __and__
 
-    @property
-    def gains(self) -> dict[str, int]:
+    @cached_property
+    def gains(self) -> Mapping[str, int]:
         return {s: g for s, g in self.grades.items() if g > 0}
 
     def seen_in(self, ranking: Ranking) -> Relevance:
@@ -107,8 +108,12 @@ class Relevance:
     def ideal_dcg(self, k: int) -> float:
         """IDCG@k: the best DCG@k over rankings of the chunks the ideal may use."""
         if k not in self._ideal:
-            self._ideal[k] = _ideal_dcg(self.gains, self.holders, k)
+            self._ideal[k] = _ideal_dcg(self.gains, self.holders, k, self._covers)
         return self._ideal[k]
+
+    @cached_property
+    def _covers(self) -> list[frozenset[str]]:
+        return _covers(self.gains, self.holders)
 
 
 def _covers(gains: Mapping[str, int], holders: tuple[frozenset[str], ...] | None) -> list[frozenset[str]]:
@@ -120,8 +125,9 @@ def _covers(gains: Mapping[str, int], holders: tuple[frozenset[str], ...] | None
     return [c for c in cut if not any(c < other for other in cut)]
 
 
-def _ideal_dcg(gains: Mapping[str, int], holders: tuple[frozenset[str], ...] | None, k: int) -> float:
-    covers = _covers(gains, holders)
+def _ideal_dcg(gains: Mapping[str, int], holders: tuple[frozenset[str], ...] | None, k: int,
+               covers: list[frozenset[str]] | None = None) -> float:
+    covers = _covers(gains, holders) if covers is None else covers
     worth = sorted((sum(gains[s] for s in c) for c in covers), reverse=True)
     if sum(len(c) for c in covers) == len(set().union(*covers)):      # disjoint: best first
         return sum(w * _discount(i) for i, w in enumerate(worth[:k], 1))
