@@ -259,7 +259,8 @@ def write_json(path: str | os.PathLike[str], data: Any, *, compact: bool | None 
     file is replaced, as ever."""
     compact = getattr(data, "compact_json", False) if compact is None else compact
     with paused_gc():
-        tree = data.to_json_tree() if hasattr(data, "to_json_tree") else data.to_dict() if hasattr(data, "to_dict") else data
+        tree = data.to_json_tree() if hasattr(data, "to_json_tree") else \
+            data.to_dict() if hasattr(data, "to_dict") else data
         write_bytes(path, _utf8_blocks(json_pieces(tree, compact=compact)), links=links)
 
 

@@ -12,6 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rageval.files import to_json, write_json
+from rageval.github.action import redacted_tree
+from rageval.parse import map_strings
 from rageval.records import Retrieved
 from rageval.results import load_result
 
@@ -61,3 +63,17 @@ def test_writing_a_run_holds_a_few_records_not_all_of_them(tmp_path):
         tracemalloc.stop()
     assert written < whole / 4, (written, whole)
     assert load_result(tmp_path / "run.json").case_map["q04999"].retrieved[4].chunk_id == "c3"
+
+
+def test_the_action_writes_the_run_redacted_record_by_record(tmp_path):
+    secret = "sk-live-0123456789"
+    cases = [case(f"q{i}", question=f"Mã {secret}?", answer=f"Khóa là {secret}.")
+             .replace(retrieved=(Retrieved("c1", ("DT-1",), f"Văn bản {secret}", 0.5, 3),)) for i in range(3)]
+    result = run(cases)
+
+    def redact(text: str) -> str:
+        return text.replace(secret, "***")
+    write_json(tmp_path / "run.json", redacted_tree(result, redact), compact=True)
+    written = (tmp_path / "run.json").read_bytes()
+    assert written == to_json(map_strings(result.to_dict(), redact), compact=True).encode("utf-8")
+    assert secret.encode() not in written and written.count(b"***") >= 7

@@ -50,7 +50,7 @@ from rageval.errors import (
     ActionInputError,
     RagevalError,
 )
-from rageval.files import write_json, write_text
+from rageval.files import Streamed, write_json, write_text
 from rageval.gate import terminal
 from rageval.gate.page import render_html
 from rageval.github.client import GitHubClient
@@ -98,13 +98,22 @@ def _report_path(results_path: str, suffix: str = ".md") -> str:
     return str(p.with_suffix(suffix) if p.suffix else p.with_name(p.name + suffix))
 
 
+def redacted_tree(result: RunResult, redact: Callable[[str], str]) -> dict[str, Any]:
+    """The RunResult's JSON (``to_json_tree``) with every string redacted; its case records are
+    made, redacted and written one at a time, as ``rageval run --out`` writes them."""
+    def cases(records: Streamed) -> Streamed:
+        return Streamed(len(records), lambda: (map_strings(record, redact) for record in records))
+    return {redact(key): cases(value) if isinstance(value, Streamed) else map_strings(value, redact)
+            for key, value in result.to_json_tree().items()}
+
+
 def _finish(ctx: ActionContext, *, verdict: str, markdown: str, result: RunResult, pass_to_fail: list[str],
             html: str) -> None:
     """Write results, the report files (markdown, HTML), the step summary and the outputs."""
     results_rel = ctx.inputs.results_path
     report_rel, html_rel = _report_path(results_rel), _report_path(results_rel, ".html")
     markdown = ctx.console.redact(markdown)   # a secret a model echoed stays out of every file
-    data = map_strings(result.to_dict(), ctx.console.redact)
+    data = redacted_tree(result, ctx.console.redact)
     # never through a link (the checkout is the pull request's: rageval.files)
     write_json(ctx.path(results_rel), data, compact=result.compact_json, links=False)
     write_text(ctx.path(report_rel), markdown, links=False)
