@@ -259,9 +259,11 @@ def write_json(path: str | os.PathLike[str], data: Any, *, compact: bool | None 
     file is replaced, as ever."""
     compact = getattr(data, "compact_json", False) if compact is None else compact
     with paused_gc():
-        tree = data.to_json_tree() if hasattr(data, "to_json_tree") else \
-            data.to_dict() if hasattr(data, "to_dict") else data
-        write_bytes(path, _utf8_blocks(json_pieces(tree, compact=compact)), links=links)
+        if hasattr(data, "to_json_tree"):
+            data = data.to_json_tree()
+        elif hasattr(data, "to_dict"):
+            data = data.to_dict()
+        write_bytes(path, _utf8_blocks(json_pieces(data, compact=compact)), links=links)
 
 
 @contextlib.contextmanager

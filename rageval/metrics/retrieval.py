@@ -108,11 +108,12 @@ class Relevance:
     def ideal_dcg(self, k: int) -> float:
         """IDCG@k: the best DCG@k over rankings of the chunks the ideal may use."""
         if k not in self._ideal:
-            self._ideal[k] = _ideal_dcg(self.gains, self.holders, k, self._covers)
+            self._ideal[k] = _ideal_dcg(self.gains, self.holders, k, self.covers)
         return self._ideal[k]
 
     @cached_property
-    def _covers(self) -> list[frozenset[str]]:
+    def covers(self) -> list[frozenset[str]]:
+        """The chunk contents an ideal ranking may use (:func:`_covers`), read once per case."""
         return _covers(self.gains, self.holders)
 
 
