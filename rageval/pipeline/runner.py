@@ -144,11 +144,8 @@ class Evaluation:
         parts = list(blocks(cases, BLOCK))
         processes = self.processes_for(len(parts))
         if processes > 1:
-            self.holders  # noqa: B018 - computed here once, so that the workers inherit it
-            # the snapshots too: the quantities of the expected answers and sections are then read once,
-            # here, and the workers find them read (else each reads its cases', and this process all
-            # of them again for the snapshots)
-            self.snapshots  # noqa: B018
+            # read here once, so the workers inherit them (the snapshots: each golden text scanned once)
+            self.holders, self.snapshots  # noqa: B018
             chunks = {c.id: c for c in self.app.chunks}  # type: ignore[attr-defined]
 
             def job(i: int) -> list[tuple[CaseResult, Packed]]:
