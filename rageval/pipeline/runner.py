@@ -336,8 +336,7 @@ def score_case(case: Case, trace: Trace, corpus: Corpus, cfg: Config, judge: Cas
     rank = None
     if trace.retrieved is not None and tokens is not None and relevance.grades:
         ranking = [set(r.sections) for r in trace.retrieved]
-        values = case_metrics(cfg.metric_names(), ranking, tokens, relevance)
-        metrics = {k: round(v, 6) for k, v in values.items()}
+        metrics = {k: round(v, 6) for k, v in case_metrics(cfg.metric_names(), ranking, tokens, relevance).items()}
         rank = first_relevant_rank(ranking, relevance)
     source = corpus.text_of([s for s, g in relevance.grades.items() if g > 0])
     x = CaseInput(id=case.id, question=case.question, expected_answer=case.expected_answer,
