@@ -271,8 +271,11 @@ def prepare(cfg: Config, *, env: Mapping[str, str], subset: str | None = None, a
     corpus ``cfg`` names, already loaded), check them against each other, build the model client
     (only when a stage needs one), the judge and the App. ``env`` is the environment the model
     client and the user's app may see (the caller decides what it holds); its RAGEVAL_PROCESSES caps
-    the worker processes of the builtin app's deterministic pipeline (rageval.pipeline.workers)."""
+    the worker processes of the builtin app's deterministic pipeline (rageval.pipeline.workers); capped
+    at one (or on one core), this process computes on one core, numpy's BLAS included."""
     processes = workers.processes_wanted(env)
+    if processes == 1:
+        workers.one_blas_thread()
     golden = golden if golden is not None else load_golden(cfg.golden)
     corpus = corpus if corpus is not None else load_corpus(cfg.corpus, cfg.root)
     if not sections_checked:

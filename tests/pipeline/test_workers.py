@@ -186,6 +186,46 @@ def test_a_malformed_rageval_processes_is_refused(project, monkeypatch, capsys, 
     assert f"RAGEVAL_PROCESSES is {value!r}" in err and "from 1" in err and "Traceback" not in err
 
 
+BLAS_THREADS = r"""
+import ctypes, sys
+from pathlib import Path
+import numpy
+from rageval.config import load_config
+from rageval.pipeline.runner import prepare
+
+def threads():
+    '''OpenBLAS's own count of its threads, read from the library numpy loaded (None: no OpenBLAS).'''
+    paths = sorted({line.split()[-1] for line in open("/proc/self/maps") if "openblas" in line.lower()})
+    names = ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads",
+             "openblas_get_num_threads64_", "openblas_get_num_threads")
+    for path in paths:
+        library = ctypes.CDLL(path)
+        for name in names:
+            if hasattr(library, name):
+                return getattr(library, name)()
+    return None
+
+before = threads()
+prepare(load_config(Path(sys.argv[1])), env={"RAGEVAL_PROCESSES": sys.argv[2]})
+print(before, threads())
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="the BLAS is found through /proc/self/maps (Linux)")
+@pytest.mark.parametrize("processes", ["1", ""])
+def test_one_process_computes_on_one_blas_thread(processes):
+    """RAGEVAL_PROCESSES=1 is one core: numpy's OpenBLAS gets one thread (a pool's idle threads spin
+    and count as CPU time); unset, the run's BLAS keeps every core it had."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+    done = subprocess.run([sys.executable, "-c", BLAS_THREADS, str(ROOT / "examples/banhang/rageval.yml"), processes],
+                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    before, after = done.stdout.split()
+    if before == "None":
+        pytest.skip("numpy's BLAS is not OpenBLAS here")
+    assert int(after) == (1 if processes == "1" else int(before))
+
+
 # --- failing closed ---------------------------------------------------------------------------------
 
 def fail_on(monkeypatch, case: str, fail) -> None:
