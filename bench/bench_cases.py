@@ -63,7 +63,7 @@ def measure(project: Path, out: Path, profile: str | None, processes: int = 0) -
     from rageval.files import write_json
     from rageval.golden.corpus import load_corpus
     from rageval.golden.set import load_golden
-    from rageval.pipeline.runner import BLOCK, build_result, prepare
+    from rageval.pipeline.runner import build_result, prepare
 
     profiler = cProfile.Profile() if profile else None
     figures: dict[str, dict[str, float]] = {}
@@ -85,7 +85,7 @@ def measure(project: Path, out: Path, profile: str | None, processes: int = 0) -
     stage("index", lambda: prepare(cfg, env=env, golden=state["golden"], corpus=state["corpus"]))
     ev = state["index"]
     search = _timed_search(ev.app.retriever)
-    used = ev.processes_for(-(-len(ev.golden.cases) // BLOCK))
+    used = ev.processes_for(len(ev.searches(ev.golden.cases)))
     stage("answer", lambda: ev.answer_all(ev.golden.cases))
     workers_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss     # before `git rev-parse` is one
     figures["search"] = {k: None if used > 1 else round(v, 3) for k, v in search.items()}

@@ -10,7 +10,8 @@ one per core (rageval.pipeline.workers):
 - it forks only for the builtin app, from the main thread; RAGEVAL_PROCESSES caps it (1: none) and
   a malformed value is refused.
 
-The project is bench/synthetic.py's, with 700 cases: three blocks of rageval.pipeline.runner.BLOCK.
+The project is bench/synthetic.py's, with 700 cases: three blocks of rageval.pipeline.runner.BLOCK,
+in two worker processes two searches (the first two blocks, then the third).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -45,13 +47,15 @@ from rageval.results import Shard  # noqa: E402
 pytestmark = pytest.mark.skipif(not workers.can_fork(), reason="worker processes are forked (Linux, macOS)")
 
 CASES = 700
-LATE = "b300"          # a case of the second block: the first worker is busy with the first one
+LATE = "b600"          # a case of the second search: the first worker is busy with the first one
 
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory) -> Path:
     cfg = synthetic.write_project(tmp_path_factory.mktemp("workers"), 300, CASES)
     assert -(-CASES // BLOCK) == 3
+    two = evaluation(cfg, "2")
+    assert [[len(b) for b in s] for s in two.searches(two.golden.cases)] == [[BLOCK, BLOCK], [CASES - 2 * BLOCK]]
     return cfg
 
 
@@ -397,3 +401,19 @@ def test_no_fork_from_a_thread(project):
     thread.start()
     thread.join(120)
     assert len(done) == 1 and len(seen) == CASES and set(seen) == {0}
+
+
+@pytest.mark.parametrize("top_k, processes, sizes", [
+    (5, "1", [[BLOCK, BLOCK, CASES - 2 * BLOCK]]),               # one search for every question
+    (5, "2", [[BLOCK, BLOCK], [CASES - 2 * BLOCK]]),             # a search for each worker
+    (100, "1", [[BLOCK], [BLOCK], [CASES - 2 * BLOCK]]),         # 256 cases × 100 chunks: held a block at a time
+])
+def test_a_search_holds_a_bounded_number_of_retrieved_items(project, top_k, processes, sizes):
+    """The builtin app retrieves several blocks of cases at once (one pass over the index for them
+    all), but never holds more than HELD retrieved items at full depth, nor leaves a worker idle."""
+    cfg = load_config(project)
+    cfg = replace(cfg, retrieval=replace(cfg.retrieval, top_k=top_k, k=[k for k in cfg.retrieval.k if k <= top_k]))
+    ev = prepare(cfg, env={"RAGEVAL_PROCESSES": processes})
+    searches = ev.searches(ev.golden.cases)
+    assert [[len(b) for b in s] for s in searches] == sizes
+    assert all(sum(map(len, s)) * ev.app.depth <= max(runner.HELD, BLOCK * ev.app.depth) for s in searches)
