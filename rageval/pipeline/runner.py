@@ -175,15 +175,16 @@ class Evaluation:
         size = min(size, -(-len(parts) // self.processes_for(len(parts)))) if parts else 1
         return [parts[i:i + size] for i in range(0, len(parts), size)]
 
-    def processes_for(self, n_blocks: int) -> int:
-        """Worker processes answering ``n_blocks`` blocks of cases (:mod:`rageval.pipeline.workers`):
-        for the builtin app's deterministic pipeline with no model client, where fork exists and
-        from the main thread, ``processes`` (RAGEVAL_PROCESSES, else every core) but at most one
-        per block; else 1 (the cases are answered in this process, by threads for an app that waits)."""
+    def processes_for(self, n_jobs: int) -> int:
+        """Worker processes answering ``n_jobs`` searches (or blocks) of cases
+        (:mod:`rageval.pipeline.workers`): for the builtin app's deterministic pipeline with no model
+        client, where fork exists and from the main thread, ``processes`` (RAGEVAL_PROCESSES, else
+        every core) but at most one per job; else 1 (the cases are answered in this process, by
+        threads for an app that waits)."""
         if not (self.deterministic and isinstance(self.app, BuiltinApp) and self.client is None
                 and workers.can_fork()):
             return 1
-        return max(1, min(self.processes, n_blocks))
+        return max(1, min(self.processes, n_jobs))
 
     def run(self, *, fresh: bool = False, case_ids: Sequence[str] | None = None,
             previous: RunResult | None = None, progress: Progress | None = None) -> RunResult:

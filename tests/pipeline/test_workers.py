@@ -412,7 +412,7 @@ def test_a_search_holds_a_bounded_number_of_retrieved_items(project, top_k, proc
     """The builtin app retrieves several blocks of cases at once (one pass over the index for them
     all), but never holds more than HELD retrieved items at full depth, nor leaves a worker idle."""
     cfg = load_config(project)
-    cfg = replace(cfg, retrieval=replace(cfg.retrieval, top_k=top_k, k=[k for k in cfg.retrieval.k if k <= top_k]))
+    cfg = replace(cfg, retrieval=replace(cfg.retrieval, top_k=top_k, k=tuple(k for k in cfg.retrieval.k if k <= top_k)))
     ev = prepare(cfg, env={"RAGEVAL_PROCESSES": processes})
     searches = ev.searches(ev.golden.cases)
     assert [[len(b) for b in s] for s in searches] == sizes
