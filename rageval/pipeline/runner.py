@@ -166,9 +166,9 @@ class Evaluation:
     def searches(self, cases: Sequence[Case]) -> list[list[Sequence[Case]]]:
         """``cases`` in blocks of ``BLOCK``, grouped by the app's retrieval: a block at a time, or
         for the builtin app as many blocks as one search takes (at most ``SEARCH_BATCH`` questions
-        and ``HELD`` retrieved items at its depth: one pass over the index for them all; 20,000
-        dense questions over 10,000 chunks took 20.6 s of CPU in searches of 256, 15.1 s in searches
-        of 2,048), but no more than leaves each worker process a search."""
+        and ``HELD`` retrieved items at its depth: one pass over the index for them all, where a
+        search of 256 questions paid for a pass of its own; docs/benchmarks.md), but no more than
+        leaves each worker process a search."""
         parts = list(blocks(cases, BLOCK))
         depth = getattr(self.app, "depth", 0) if isinstance(self.app, BuiltinApp) else 0
         size = max(1, min(SEARCH_BATCH, HELD // depth) // BLOCK) if depth > 0 else 1

@@ -236,10 +236,9 @@ def one_blas_thread() -> None:
     """Linux: numpy's OpenBLAS (when it is OpenBLAS) computes on the calling process's own thread,
     from now on. A worker process asks for it (there is a worker per core: a pool of BLAS threads
     per worker would contend with the other workers), and so does a run capped at one process
-    (RAGEVAL_PROCESSES=1: one core). A pool's threads spin while they wait for the next product:
-    20,000 dense cases over 10,000 chunks in one process took 72–80 s of CPU with OpenBLAS's two
-    threads and 57–63 s with one, in about the same wall time. Scores do not depend on it
-    (rageval.pipeline.index). Elsewhere, or with another BLAS, nothing."""
+    (RAGEVAL_PROCESSES=1: one core). A pool's threads spin while they wait for the next product,
+    which costs CPU and, on two vCPUs, bought the searches no wall time (docs/benchmarks.md). Scores
+    do not depend on it (rageval.pipeline.index). Elsewhere, or with another BLAS, nothing."""
     try:
         with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
             paths = sorted({line.split()[-1] for line in maps if "openblas" in line.lower()})
