@@ -83,9 +83,14 @@ class Corpus:
     def _by_id(self) -> dict[str, Section]:
         return {s.id: s for s in self.sections}
 
-    def text_of(self, ids: list[str] | tuple[str, ...]) -> str:
+    def texts_of(self, ids: list[str] | tuple[str, ...]) -> list[str]:
+        """The text of each section of ``ids`` the corpus has, in that order."""
         found = self._by_id
-        return "\n\n".join(found[i].text for i in ids if i in found)
+        return [found[i].text for i in ids if i in found]
+
+    def text_of(self, ids: list[str] | tuple[str, ...]) -> str:
+        """:meth:`texts_of`, joined by a blank line."""
+        return "\n\n".join(self.texts_of(ids))
 
 
 def resolve_files(pattern: str, root: Path) -> list[Path]:

@@ -353,14 +353,17 @@ def _listing(quantities: Iterable[Quantity]) -> list[str]:
     return [q.shown for q in sorted(first.values(), key=Quantity.sort_key)]
 
 
-def check_numbers(answer: str | None, expected_answer: str, source_text: str,
+def check_numbers(answer: str | None, expected_answer: str, source_text: str | Sequence[str],
                   units: Sequence[str | Unit] | None = None) -> CheckResult:
     """The number rule, both directions.
 
     Skipped when there is no answer (a retrieval-only case) or when neither the expected answer
     nor the answer mentions a quantity. Otherwise passes iff ``missing`` (quantities of the
     expected answer absent from the answer) and ``outside_source`` (quantities of the answer
-    absent from ``source_text``, the text of the expected sections) are both empty.
+    absent from ``source_text``, the text of the expected sections) are both empty. ``source_text``
+    may be the sections' texts one by one: each is then read on its own (a mention never runs from
+    one section into the next), and each section is read once per process however many cases cite
+    it, in whatever combination.
 
     Details ``expected``, ``found``, ``missing``, ``outside_source`` list each quantity once, as
     its first mention wrote it ("30 days", "$7.95", "7 ngày"; compared by value and unit, so "30
@@ -376,7 +379,10 @@ def check_numbers(answer: str | None, expected_answer: str, source_text: str,
     if not expected and not found:
         return CheckResult.skipped("no numbers")
     # the source is read only when the answer states a quantity (nothing else is looked up in it)
-    in_source = {q for q in _stated(source_text or "", added) if q.unit in allowed} if found else set()
+    in_source: set[Quantity] = set()
+    if found:
+        texts = [source_text or ""] if isinstance(source_text, str) else source_text
+        in_source = {q for text in texts for q in _stated(text, added) if q.unit in allowed}
     answered = set(found)
     missing = [q for q in expected if q not in answered]
     outside = [q for q in found if q not in in_source]

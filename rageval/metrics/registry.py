@@ -52,6 +52,7 @@ class CaseInput:
     answer: str | None
     retrieved: tuple[Retrieved, ...] | None
     source: str = ""
+    sources: tuple[str, ...] = ()                       # the same sections' texts one by one (source joins them)
     must_include: tuple[str, ...] = ()
     must_not_include: tuple[str, ...] = ()
     out_of_scope: bool = False
@@ -450,7 +451,7 @@ register(Check("retrieval", "a chunk holding an expected section is within the d
                RETRIEVAL, _retrieval_check))
 register(Check("numbers", "every number+unit of the expected answer is in the answer, and every one of the answer "
                "is in the expected sections", RULE,
-               lambda x: check_numbers(x.answer, x.expected_answer, x.source, x.units),
+               lambda x: check_numbers(x.answer, x.expected_answer, x.sources or x.source, x.units),
                feeds=(Metric("numbers_pass", "share of cases with numbers that pass the number rule (both "
                              "directions)"),), zero_tolerance=True))
 register(Check("must_include", "the answer contains every phrase of the case's must_include", RULE,

@@ -357,10 +357,12 @@ def score_case(case: Case, trace: Trace, corpus: Corpus, cfg: Config, judge: Cas
         ranking = [set(r.sections) for r in trace.retrieved]
         metrics = {k: round(v, 6) for k, v in case_metrics(cfg.metric_names(), ranking, tokens, relevance).items()}
         rank = first_relevant_rank(ranking, relevance)
-    source = corpus.text_of([s for s, g in relevance.grades.items() if g > 0])
+    sources = tuple(corpus.texts_of([s for s, g in relevance.grades.items() if g > 0]))
+    source = "\n\n".join(sources)
     x = CaseInput(id=case.id, question=case.question, expected_answer=case.expected_answer,
                   expected_sections=tuple(relevance.grades), answer=trace.answer, retrieved=trace.retrieved,
-                  source=source, must_include=tuple(case.must_include), must_not_include=tuple(case.must_not_include),
+                  source=source, sources=sources, must_include=tuple(case.must_include),
+                  must_not_include=tuple(case.must_not_include),
                   out_of_scope=case.out_of_scope, first_relevant_rank=rank,
                   relevant_sections=tuple(s for s in relevance.grades if s in relevance.relevant),
                   k=max(cfg.retrieval.k), units=cfg.checks.units, refusal_markers=cfg.checks.refusal_markers,

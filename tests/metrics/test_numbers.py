@@ -15,6 +15,7 @@ from rageval.metrics.numbers import (
     extract_quantities,
     resolve_units,
 )
+from rageval.metrics.registry import REGISTRY, CaseInput
 
 # Policy sections DT-1..DT-6 of the seed's fictional BanHang return policy (facts, retyped).
 POLICY = {
@@ -113,6 +114,25 @@ def test_invented_number_without_expected_numbers_fails():
     assert result.passed is False
     assert result.details["missing"] == []
     assert result.details["outside_source"] == ["3 ngày"]
+
+
+# Two sections where the first ends in a bare number and the next starts with a unit word: read as
+# one text, "5" and "Ngày" would make "5 ngày", a quantity neither section states.
+SPLIT = ("Mã vùng của kho Bình Dương là 5", "Ngày giao hàng được báo qua email.")
+
+
+def test_sections_are_read_one_by_one():
+    answer = "Hàng được giao trong 5 ngày."
+    joined = check_numbers(answer, "Ngày giao được báo qua email.", "\n\n".join(SPLIT))
+    assert joined.passed is True                        # what a single text gives: the two pieces meet
+    apart = check_numbers(answer, "Ngày giao được báo qua email.", SPLIT)
+    assert apart.passed is False and apart.details["outside_source"] == ["5 ngày"]
+    # a quantity one of the sections states is still in the source
+    assert check_numbers("Phí là 30.000 đồng.", "", (POLICY["DT-1"], POLICY["DT-5"])).passed is True
+    # a run's number check reads a case's sections as the CaseInput lists them
+    x = CaseInput(id="g1", question="?", expected_answer="Ngày giao được báo qua email.", expected_sections=(),
+                  answer=answer, retrieved=None, source="\n\n".join(SPLIT), sources=SPLIT)
+    assert REGISTRY.checks["numbers"].run(x).details["outside_source"] == ["5 ngày"]
 
 
 def test_answer_with_numbers_in_words_passes():
