@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import bisect
-import collections
 import itertools
 import math
 import re
@@ -126,26 +125,22 @@ class ExtractiveGenerator:
         n = firsts[-1]
         if not n:
             return Generated(self.decline)
-        held = _holding(q_terms, chunked, firsts)
-        if self.min_coverage <= 0:                     # then a sentence holding no term may be picked too
-            held = {pos: held.get(pos, frozenset()) for pos in range(n)}
-        df = collections.Counter(itertools.chain.from_iterable(held.values()))
-        idf = {t: math.log(1 + n / max(df.get(t, 1), 1)) for t in q_terms}  # unseen words weigh as the rarest seen
-        scored = _scores(held, idf, frozenset(t for t in q_terms if "_" not in t))
+        order = list(q_terms)                          # term j of the question is order[j]
+        keys, df = _holding(order, chunked, firsts)
+        idf = [math.log(1 + n / max(d, 1)) for d in df]  # unseen words weigh as the rarest seen
+        unigrams = sum(1 << j for j, t in enumerate(order) if "_" not in t)
+        scored = _scores(keys, idf, unigrams, every=self.min_coverage <= 0)
         if not scored or scored[0][0] < self.min_coverage:
             return Generated(self.decline)
 
-        def place(pos: int) -> tuple[int, Sentence]:
-            ci = bisect.bisect_right(firsts, pos) - 1
-            return ci, read[ci][pos - firsts[ci]]
-
         # Further sentences come from the best sentence's own section: one passage answers.
-        home_ci, home = place(-scored[0][2])
+        home_ci = bisect.bisect_right(firsts, -scored[0][2]) - 1
+        lo, hi, home = firsts[home_ci], firsts[home_ci + 1], read[home_ci]
+        section = home[-scored[0][2] - lo][0]
         best = []
         for coverage, _, neg in scored:
-            ci, sent = place(-neg)
-            if ci == home_ci and sent[0] == home[0] and coverage >= self.min_coverage:
-                best.append(sent)
+            if lo <= -neg < hi and coverage >= self.min_coverage and home[-neg - lo][0] == section:
+                best.append(home[-neg - lo])
                 if len(best) == self.max_sentences:
                     break
         best.sort(key=lambda sent: sent[1])
@@ -159,22 +154,26 @@ def _terms(text: str, stop: frozenset[str] = _STOP) -> frozenset[str]:
     return frozenset(words).union(f"{a}_{b}" for a, b in zip(words, words[1:], strict=False))
 
 
-def _holding(q_terms: frozenset[str], chunks: Sequence[tuple[tuple[Sentence, ...], dict[str, int] | None]],
-             firsts: Sequence[int]) -> dict[int, frozenset[str]]:
-    """Position → the question's terms the sentence there holds, for the sentences holding one
-    (positions count the chunks' sentences one after another, chunk ``ci``'s from ``firsts[ci]``). A
-    sentence holds a term that is one of its words or a pair of adjacent words joined by ``_`` (a
-    word may hold ``_`` itself, so every split of a term at a ``_`` is tried)."""
+def _holding(order: Sequence[str], chunks: Sequence[tuple[tuple[Sentence, ...], dict[str, int] | None]],
+             firsts: Sequence[int]) -> tuple[list[int], list[int]]:
+    """Which of the question's terms (``order``) each sentence holds, as a bit mask a position (bit
+    ``j``: it holds ``order[j]``; positions count the chunks' sentences one after another, chunk
+    ``ci``'s from ``firsts[ci]``), and how many sentences hold each term. A sentence holds a term
+    that is one of its words or a pair of adjacent words joined by ``_`` (a word may hold ``_``
+    itself, so every split of a term at a ``_`` is tried)."""
+    q_terms = frozenset(order)
+    bit = {t: 1 << j for j, t in enumerate(order)}
     by_head: dict[str, list[tuple[str, str]]] = {}       # a -> (term, b) for each split a_b of a term
-    for t in q_terms:
+    for t in order:
         if "_" in t:
             for i in _underscores(t):
                 by_head.setdefault(t[:i], []).append((t, t[i + 1:]))
     heads = frozenset(by_head)
-    held: dict[int, frozenset[str]] = {}
+    keys = [0] * firsts[-1]
+    where = dict.fromkeys(order, 0)                      # term -> the positions holding it, as a bit mask
     for (sentences, masks), first in zip(chunks, firsts, strict=False):
         if masks is not None:
-            held.update(_held_by_masks(q_terms, by_head, sentences, masks, first))
+            _held_by_masks(q_terms, by_head, bit, sentences, masks, first, keys, where)
             continue
         for pos, sent in enumerate(sentences, first):
             words = sent[3]
@@ -184,26 +183,37 @@ def _holding(q_terms: frozenset[str], chunks: Sequence[tuple[tuple[Sentence, ...
                          if t not in terms and _adjacent(words, a, b)]
                 if pairs:
                     terms = terms.union(pairs)
-            if terms:
-                held[pos] = terms
-    return held
+            key = 0
+            for t in terms:
+                key |= bit[t]
+                where[t] |= 1 << pos
+            keys[pos] = key
+    return keys, [where[t].bit_count() for t in order]
 
 
-def _held_by_masks(q_terms: frozenset[str], by_head: dict[str, list[tuple[str, str]]],
-                   sentences: Sequence[Sentence], masks: dict[str, int], first: int) -> dict[int, frozenset[str]]:
-    """:func:`_holding` of one chunk through its word masks: the bits of the sentences holding each
-    term; a pair a_b is looked for only in the sentences holding both a and b."""
-    found: dict[int, set[str]] = {}
+def _held_by_masks(q_terms: frozenset[str], by_head: dict[str, list[tuple[str, str]]], bit: dict[str, int],
+                   sentences: Sequence[Sentence], masks: dict[str, int], first: int,
+                   keys: list[int], where: dict[str, int]) -> None:
+    """:func:`_holding` of one chunk through its word masks, into ``keys`` and ``where``: the bits of
+    the sentences holding each term; a pair a_b is looked for only in the sentences holding both."""
     words = masks.keys()
     for t in words & q_terms:
-        for i in _bits(masks[t]):
-            found.setdefault(first + i, set()).add(t)
+        mask, b = masks[t], bit[t]
+        where[t] |= mask << first
+        while mask:
+            low = mask & -mask
+            keys[first + low.bit_length() - 1] |= b
+            mask ^= low
     for a in words & by_head.keys():
         for t, b in by_head[a]:
-            for i in _bits(masks[a] & masks.get(b, 0)):
+            mask = masks[a] & masks.get(b, 0)
+            while mask:
+                low = mask & -mask
+                i = low.bit_length() - 1
+                mask ^= low
                 if _adjacent(sentences[i][3], a, b):
-                    found.setdefault(first + i, set()).add(t)
-    return {pos: frozenset(terms) for pos, terms in found.items()}
+                    keys[first + i] |= bit[t]
+                    where[t] |= 1 << (first + i)
 
 
 def _underscores(term: str) -> Iterator[int]:
@@ -246,17 +256,22 @@ def _adjacent(words: tuple[str, ...], a: str, b: str) -> bool:
     return False
 
 
-def _scores(held: dict[int, frozenset[str]], idf: dict[str, float],
-            unigrams: frozenset[str]) -> list[tuple[float, float, int]]:
-    """(coverage, weight, -position) of each sentence of ``held``, best first: coverage is the IDF
-    share of the question's words the sentence holds, the IDF of all its terms breaks ties."""
-    total = math.fsum(idf[t] for t in unigrams) or 1.0
-    known: dict[frozenset[str], tuple[float, float]] = {}
+def _scores(keys: Sequence[int], idf: Sequence[float], unigrams: int, *,
+            every: bool = False) -> list[tuple[float, float, int]]:
+    """(coverage, weight, -position) of each sentence holding a term (``every``: of each sentence),
+    best first: coverage is the IDF share of the question's words (the terms of mask ``unigrams``)
+    the sentence holds, the IDF of all its terms breaks ties. Sums are :func:`math.fsum`: exact, so
+    the same in any order."""
+    total = math.fsum(idf[j] for j in _bits(unigrams)) or 1.0
+    known: dict[int, tuple[float, float]] = {}
     scored = []
-    for pos, key in held.items():
+    for pos, key in enumerate(keys):
+        if not key and not every:
+            continue
         score = known.get(key)
         if score is None:
-            score = known[key] = (math.fsum(idf[t] for t in key & unigrams) / total, math.fsum(idf[t] for t in key))
+            score = known[key] = (math.fsum(idf[j] for j in _bits(key & unigrams)) / total,
+                                  math.fsum(idf[j] for j in _bits(key)))
         scored.append((score[0], score[1], -pos))
     scored.sort(reverse=True)
     return scored

@@ -60,11 +60,12 @@ chunk_text = st.lists(line, min_size=1, max_size=5).map("\n".join)
 
 @settings(max_examples=300, deadline=None)
 @given(question=st.lists(st.sampled_from(WORDS), max_size=7).map(" ".join),
-       texts=st.lists(chunk_text, max_size=4), language=st.sampled_from(["vi", "en"]))
-def test_answers_are_those_of_the_plain_rule(question, texts, language):
+       texts=st.lists(chunk_text, max_size=4), language=st.sampled_from(["vi", "en"]),
+       min_coverage=st.sampled_from([0.2, 0.0, 0.6]))
+def test_answers_are_those_of_the_plain_rule(question, texts, language, min_coverage):
     chunks = [Retrieved(f"c{i}", ("DT-1",), text, 1.0, 10) for i, text in enumerate(texts)]
-    generator = ExtractiveGenerator(2, language=language)
-    want = plain_answer(question, chunks, STOP_WORDS[language], generator.decline)
+    generator = ExtractiveGenerator(2, min_coverage, language=language)
+    want = plain_answer(question, chunks, STOP_WORDS[language], generator.decline, min_coverage=min_coverage)
     assert generator.generate(question, chunks, case_id="q").answer == want
     assert generator.generate(question, chunks, case_id="q").answer == want      # read from its cache
 
@@ -162,7 +163,12 @@ def test_the_word_masks_find_the_sentences_a_plain_look_finds(question, texts):
         firsts.append(firsts[-1] + len(sentences))
     q_terms = generation._terms(question, generator.stop)
     flat = [s for sentences, _ in chunks for s in sentences]
-    assert generation._holding(q_terms, chunks, firsts) == reference_holding(q_terms, flat)
+    order = sorted(q_terms)
+    keys, df = generation._holding(order, chunks, firsts)
+    held = {pos: frozenset(t for j, t in enumerate(order) if key >> j & 1) for pos, key in enumerate(keys) if key}
+    want = reference_holding(q_terms, flat)
+    assert held == want
+    assert df == [sum(1 for terms in want.values() if t in terms) for t in order]
     for sentences, masks in chunks:
         assert masks is None or masks == {w: sum(1 << i for i, s in enumerate(sentences) if w in s[3])
                                           for s in sentences for w in s[3]}
