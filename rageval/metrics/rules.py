@@ -90,12 +90,17 @@ def check_phrases(answer: str | None, phrases: Sequence[str], key: str, *, inver
     return CheckResult.ok(f"{'avoids' if inverse else 'includes'} {_quoted(right)}", score=score, **{detail: []})
 
 
-def _markers(markers: Sequence[str] | None) -> list[tuple[str, str]]:
+def _listed(markers: Sequence[str] | None) -> tuple[str, ...]:
+    """A ``checks.refusal_markers`` value as a tuple (the defaults for None); ValueError on a bare string."""
     if markers is None:
-        markers = DEFAULT_REFUSAL_MARKERS
+        return DEFAULT_REFUSAL_MARKERS
     if isinstance(markers, str):
         raise ValueError(f"checks.refusal_markers must be a list of phrases, got the string {markers!r}")
-    return list(_folded_markers(tuple(markers)))
+    return tuple(markers)
+
+
+def _markers(markers: Sequence[str] | None) -> list[tuple[str, str]]:
+    return list(_folded_markers(_listed(markers)))
 
 
 @functools.lru_cache(maxsize=16)
@@ -120,10 +125,26 @@ def validate_refusal_markers(markers: Sequence[str] | None) -> tuple[str, ...]:
     return tuple(marker for marker, _ in _markers(markers))
 
 
+@functools.lru_cache(maxsize=16)
+def _by_first_word(markers: tuple[str, ...]) -> dict[str, tuple[tuple[int, str, str], ...]]:
+    """The markers by their first folded word: (place in the list, marker, its padded folded words).
+    An answer can hold only the markers whose first word is one of its words."""
+    out: dict[str, list[tuple[int, str, str]]] = {}
+    for n, (marker, words) in enumerate(_folded_markers(markers)):
+        out.setdefault(words.split(" ", 2)[1], []).append((n, marker, words))
+    return {first: tuple(found) for first, found in out.items()}
+
+
 def refusal_marker(answer: str, markers: Sequence[str] | None = None) -> str | None:
     """The first marker (as given) found in the answer, or None."""
-    text = f" {' '.join(folded_words(answer))} "
-    return next((marker for marker, words in _markers(markers) if words in text), None)
+    index = _by_first_word(_listed(markers))
+    words = folded_words(answer)
+    firsts = index.keys() & words
+    if not firsts:
+        return None
+    text = f" {' '.join(words)} "
+    found = [(n, marker) for first in firsts for n, marker, padded in index[first] if padded in text]
+    return min(found)[1] if found else None
 
 
 def declines(answer: str, markers: Sequence[str] | None = None) -> bool:
@@ -138,10 +159,10 @@ def check_refusal(answer: str | None, out_of_scope: bool,
     Details: ``declined`` (bool) and ``marker`` (the phrase that matched, or None).
     Skipped when there is no answer (a retrieval-only case).
     """
-    _markers(markers)                            # bad markers fail on a retrieval-only case too
     if answer is None:
+        _markers(markers)                        # bad markers fail on a retrieval-only case too
         return CheckResult.skipped("no answer: retrieval-only case")
-    marker = refusal_marker(answer, markers)
+    marker = refusal_marker(answer, markers)     # (and here, as it reads them)
     declined = marker is not None
     if out_of_scope:
         if declined:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rageval.metrics.rules import (
     DEFAULT_REFUSAL_MARKERS,
@@ -12,6 +14,7 @@ from rageval.metrics.rules import (
     refusal_marker,
     validate_refusal_markers,
 )
+from rageval.text import folded_words
 
 
 def must_include(answer, phrases):
@@ -179,3 +182,19 @@ def test_default_markers_are_all_usable():
     assert len(DEFAULT_REFUSAL_MARKERS) == len(set(DEFAULT_REFUSAL_MARKERS))
     for marker in DEFAULT_REFUSAL_MARKERS:
         assert declines(f"Rất tiếc, {marker}.") is True, marker
+
+
+MARKER_WORDS = ["không", "khong", "có", "thông", "tin", "đề", "cập", "not", "cover", "the", "documents", "x"]
+phrase = st.lists(st.sampled_from(MARKER_WORDS), min_size=1, max_size=3).map(" ".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(answer=st.lists(st.sampled_from(MARKER_WORDS + [",", "7", "ngày."]), max_size=12).map(" ".join),
+       markers=st.lists(phrase, min_size=1, max_size=6))
+def test_the_marker_found_is_the_first_listed_the_answer_holds(answer, markers):
+    # markers sharing words and first words, in any order: the one reported is the first of the list
+    # whose words stand one after another in the answer (folded, whole words)
+    text = f" {' '.join(folded_words(answer))} "
+    want = next((m for m in markers if f" {' '.join(folded_words(m))} " in text), None)
+    assert refusal_marker(answer, markers) == want
+    assert check_refusal(answer, True, markers).details["marker"] == want
