@@ -162,7 +162,7 @@ def check_refusal(answer: str | None, out_of_scope: bool,
     if answer is None:
         _markers(markers)                        # bad markers fail on a retrieval-only case too
         return CheckResult.skipped("no answer: retrieval-only case")
-    marker = refusal_marker(answer, markers)     # (and here, as it reads them)
+    marker = refusal_marker(answer, markers)     # reads the markers: bad ones fail here as well
     declined = marker is not None
     if out_of_scope:
         if declined:
