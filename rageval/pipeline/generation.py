@@ -125,8 +125,7 @@ class ExtractiveGenerator:
         n = firsts[-1]
         if not n:
             return Generated(self.decline)
-        order = list(q_terms)                          # term j of the question is order[j]
-        keys, df = _holding(order, chunked, firsts)
+        order, keys, df = _holding(q_terms, chunked, firsts)
         idf = [math.log(1 + n / max(d, 1)) for d in df]  # unseen words weigh as the rarest seen
         unigrams = sum(1 << j for j, t in enumerate(order) if "_" not in t)
         scored = _scores(keys, idf, unigrams, every=self.min_coverage <= 0)
@@ -154,14 +153,14 @@ def _terms(text: str, stop: frozenset[str] = _STOP) -> frozenset[str]:
     return frozenset(words).union(f"{a}_{b}" for a, b in zip(words, words[1:], strict=False))
 
 
-def _holding(order: Sequence[str], chunks: Sequence[tuple[tuple[Sentence, ...], dict[str, int] | None]],
-             firsts: Sequence[int]) -> tuple[list[int], list[int]]:
-    """Which of the question's terms (``order``) each sentence holds, as a bit mask a position (bit
-    ``j``: it holds ``order[j]``; positions count the chunks' sentences one after another, chunk
-    ``ci``'s from ``firsts[ci]``), and how many sentences hold each term. A sentence holds a term
-    that is one of its words or a pair of adjacent words joined by ``_`` (a word may hold ``_``
-    itself, so every split of a term at a ``_`` is tried)."""
-    q_terms = frozenset(order)
+def _holding(q_terms: frozenset[str], chunks: Sequence[tuple[tuple[Sentence, ...], dict[str, int] | None]],
+             firsts: Sequence[int]) -> tuple[list[str], list[int], list[int]]:
+    """The question's terms in an order (term ``j`` is ``order[j]``), which of them each sentence
+    holds, as a bit mask a position (bit ``j``: it holds ``order[j]``; positions count the chunks'
+    sentences one after another, chunk ``ci``'s from ``firsts[ci]``), and how many sentences hold
+    each term. A sentence holds a term that is one of its words or a pair of adjacent words joined
+    by ``_`` (a word may hold ``_`` itself, so every split of a term at a ``_`` is tried)."""
+    order = list(q_terms)
     bit = {t: 1 << j for j, t in enumerate(order)}
     by_head: dict[str, list[tuple[str, str]]] = {}       # a -> (term, b) for each split a_b of a term
     for t in order:
@@ -188,7 +187,7 @@ def _holding(order: Sequence[str], chunks: Sequence[tuple[tuple[Sentence, ...], 
                 key |= bit[t]
                 where[t] |= 1 << pos
             keys[pos] = key
-    return keys, [where[t].bit_count() for t in order]
+    return order, keys, [where[t].bit_count() for t in order]
 
 
 def _held_by_masks(q_terms: frozenset[str], by_head: dict[str, list[tuple[str, str]]], bit: dict[str, int],
