@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import glob as globlib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -89,8 +89,13 @@ class Corpus:
         return [found[i].text for i in ids if i in found]
 
     def text_of(self, ids: list[str] | tuple[str, ...]) -> str:
-        """:meth:`texts_of`, joined by a blank line."""
-        return "\n\n".join(self.texts_of(ids))
+        """:meth:`texts_of` as one text (:func:`joined`)."""
+        return joined(self.texts_of(ids))
+
+
+def joined(texts: Sequence[str]) -> str:
+    """Sections' texts as one text, a blank line between them: what the judge reads as the source."""
+    return "\n\n".join(texts)
 
 
 def resolve_files(pattern: str, root: Path) -> list[Path]:

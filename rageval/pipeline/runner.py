@@ -25,7 +25,7 @@ from rageval.cost import Cost, Usage
 from rageval.errors import RagevalError
 from rageval.files import paused_gc
 from rageval.golden import lifecycle
-from rageval.golden.corpus import Corpus, load_corpus
+from rageval.golden.corpus import Corpus, joined, load_corpus
 from rageval.golden.set import Case, GoldenSet, load_golden
 from rageval.metrics.aggregate import summarize, verdict_of
 from rageval.metrics.judge import JUDGE_PARAMETERS
@@ -358,7 +358,7 @@ def score_case(case: Case, trace: Trace, corpus: Corpus, cfg: Config, judge: Cas
         metrics = {k: round(v, 6) for k, v in case_metrics(cfg.metric_names(), ranking, tokens, relevance).items()}
         rank = first_relevant_rank(ranking, relevance)
     sources = tuple(corpus.texts_of([s for s, g in relevance.grades.items() if g > 0]))
-    source = "\n\n".join(sources)
+    source = joined(sources)
     x = CaseInput(id=case.id, question=case.question, expected_answer=case.expected_answer,
                   expected_sections=tuple(relevance.grades), answer=trace.answer, retrieved=trace.retrieved,
                   source=source, sources=sources, must_include=tuple(case.must_include),
