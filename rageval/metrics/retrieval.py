@@ -38,6 +38,7 @@ grade is positive. A case with an empty ranking scores 0 on every metric it has.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -108,8 +109,20 @@ class Relevance:
     def ideal_dcg(self, k: int) -> float:
         """IDCG@k: the best DCG@k over rankings of the chunks the ideal may use."""
         if k not in self._ideal:
-            self._ideal[k] = _ideal_dcg(self.gains, self.holders, k, self.covers)
+            prefix = self._disjoint_prefix
+            self._ideal[k] = (prefix[min(k, len(prefix) - 1)] if prefix is not None
+                              else _ideal_dcg(self.gains, self.holders, k, self.covers))
         return self._ideal[k]
+
+    @cached_property
+    def _disjoint_prefix(self) -> list[float] | None:
+        """When no two of the ideal's chunks share a section (one section per chunk, the usual case),
+        IDCG@k for every k at once: the discounted worths, best first, summed left to right as
+        :func:`_ideal_dcg` sums them (the same floats); None otherwise."""
+        covers = self.covers
+        if sum(len(c) for c in covers) != len(set().union(*covers)):
+            return None
+        return _disjoint_ideals(sorted((sum(self.gains[s] for s in c) for c in covers), reverse=True))
 
     @cached_property
     def covers(self) -> list[frozenset[str]]:
@@ -131,7 +144,8 @@ def _ideal_dcg(gains: Mapping[str, int], holders: tuple[frozenset[str], ...] | N
     covers = _covers(gains, holders) if covers is None else covers
     worth = sorted((sum(gains[s] for s in c) for c in covers), reverse=True)
     if sum(len(c) for c in covers) == len(set().union(*covers)):      # disjoint: best first
-        return sum(w * _discount(i) for i, w in enumerate(worth[:k], 1))
+        ideals = _disjoint_ideals(worth)
+        return ideals[min(k, len(ideals) - 1)]
     states: dict[frozenset[str], float] = {frozenset(): 0.0}
     best = 0.0
     for rank in range(1, k + 1):
@@ -149,6 +163,11 @@ def _ideal_dcg(gains: Mapping[str, int], holders: tuple[frozenset[str], ...] | N
             return max(best, _upper_bound(worth, sum(gains.values()), k))
         states, best = grown, max(best, max(grown.values()))
     return best
+
+
+def _disjoint_ideals(worth: Sequence[float]) -> list[float]:
+    """IDCG@0, @1, … of disjoint chunks worth ``worth`` (best first): running sums, left to right."""
+    return [0.0, *itertools.accumulate(w * _discount(i) for i, w in enumerate(worth, 1))]
 
 
 def _upper_bound(worth: Sequence[float], total: float, k: int) -> float:
