@@ -52,16 +52,49 @@ def top_of(scores: np.ndarray, k: int) -> Hits:
     (as float64; ``-0.0`` becomes ``0.0``), so float noise cannot reorder equal documents.
 
     Only candidates are rounded: rounding moves a score by at most 5e-7, so every column whose
-    rounded score can reach the k-th best rounded score is within 1e-6 of the k-th best raw score."""
+    rounded score can reach the k-th best rounded score is within 1e-6 of the k-th best raw score,
+    and so within 1e-6 of any floor under it (:func:`_kth_floor`). A candidate further below the
+    k-th best rounds below it and is never among the k best."""
     scores = np.asarray(scores)
     m, n = scores.shape
     k = min(int(k), n)
     if k <= 0:
         return Hits.empty(m)
     if k < n:
-        kth = np.partition(scores, n - k, axis=1)[:, n - k].astype(np.float64)
-        queries, columns = np.nonzero(scores >= (kth - 1e-6)[:, None])
+        queries, columns = _at_least(scores, _kth_floor(scores, k))
+        # a floor far under the k-th best (the row's best scores in fewer than k blocks, the rest
+        # tied low) gives a row many candidates: those rows select their k-th best exactly
+        crowded = np.flatnonzero(np.bincount(queries, minlength=m) > CROWDED * k)
+        if len(crowded):
+            rows = scores[crowded]
+            exact_q, exact_c = _at_least(rows, np.partition(rows, n - k, axis=1)[:, n - k].astype(np.float64))
+            keep = ~np.isin(queries, crowded)
+            queries = np.concatenate([queries[keep], crowded[exact_q]])
+            columns = np.concatenate([columns[keep], exact_c])
     else:
         queries, columns = np.divmod(np.arange(m * n, dtype=np.int64), n)
     value = np.round(scores[queries, columns].astype(np.float64), SCORE_DECIMALS) + 0.0
     return Hits.best(queries, columns, value, m, k)
+
+
+#: :func:`_kth_floor` takes the maxima of blocks of this many neighbouring columns
+FLOOR_BLOCK = 64
+#: a row with more than this many candidates per hit asked for selects its k-th best exactly
+CROWDED = 64
+
+
+def _at_least(scores: np.ndarray, floor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(row, column) of every score within 1e-6 of its row's ``floor`` or above, row by row (a flat
+    index divided: ``np.nonzero`` of a 2-d mask costs ten times more)."""
+    return np.divmod(np.flatnonzero(scores >= (floor - 1e-6)[:, None]), scores.shape[1])
+
+
+def _kth_floor(scores: np.ndarray, k: int) -> np.ndarray:
+    """Per row of ``scores`` (m, n, k < n), a float64 value no greater than its k-th best score: the
+    k-th best of the maxima of its blocks of :data:`FLOOR_BLOCK` columns (k blocks each hold a score
+    at least that high). A pass over the scores that costs a third of a selection in each row."""
+    m, n = scores.shape
+    if n < k * FLOOR_BLOCK:                       # too few blocks to say much: select exactly
+        return np.partition(scores, n - k, axis=1)[:, n - k].astype(np.float64)
+    maxima = np.maximum.reduceat(scores, np.arange(0, n, FLOOR_BLOCK), axis=1)
+    return np.partition(maxima, maxima.shape[1] - k, axis=1)[:, maxima.shape[1] - k].astype(np.float64)
