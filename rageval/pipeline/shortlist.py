@@ -32,9 +32,10 @@ class QueryTerms:
     per row the margin of the float32 product: 4γ(t + 1) + 1e-6, t the row's non-zeros."""
 
     def __init__(self, unit: np.ndarray) -> None:
-        which, columns = np.nonzero(unit)
+        flat = np.flatnonzero(unit)                     # np.nonzero's order; a 2-d nonzero costs 10× more
+        which, columns = np.divmod(flat, unit.shape[1])
         self.columns = columns.astype(np.int32)
-        self.values = unit[which, columns].astype(np.float64)
+        self.values = unit.ravel()[flat].astype(np.float64)
         self.count = np.bincount(which, minlength=len(unit)).astype(np.int64)
         terms = (self.count + 1) * _UNIT_ROUNDOFF
         self.margin = 4.0 * terms / (1.0 - terms) + 1e-6
@@ -89,8 +90,9 @@ class Shortlist:
             kth = np.partition(approx[open_], width - self.k, axis=1)[:, width - self.k]
             self.floor[open_] = kth - self.margin[open_]
         floor = np.nextafter(self.floor.astype(np.float32), np.float32(-np.inf))   # rounded down
-        queries, rows = np.nonzero(approx >= floor[:, None])
-        self._kept.append((queries.astype(np.int32), (rows + first).astype(np.int64), approx[queries, rows]))
+        flat = np.flatnonzero(approx >= floor[:, None])
+        queries, rows = np.divmod(flat, width)
+        self._kept.append((queries.astype(np.int32), (rows + first).astype(np.int64), approx.ravel()[flat]))
         self._size += len(queries)
         if self._size > _KEPT_PER_QUERY * self.k * len(self.floor) + (1 << 16):
             self._cut()
