@@ -119,10 +119,8 @@ class Relevance:
         """When no two of the ideal's chunks share a section (one section per chunk, the usual case),
         IDCG@k for every k at once: the discounted worths, best first, summed left to right as
         :func:`_ideal_dcg` sums them (the same floats); None otherwise."""
-        covers = self.covers
-        if sum(len(c) for c in covers) != len(set().union(*covers)):
-            return None
-        return _disjoint_ideals(sorted((sum(self.gains[s] for s in c) for c in covers), reverse=True))
+        worth = _disjoint_worth(self.gains, self.covers)
+        return None if worth is None else _disjoint_ideals(worth)
 
     @cached_property
     def covers(self) -> list[frozenset[str]]:
@@ -142,10 +140,11 @@ def _covers(gains: Mapping[str, int], holders: tuple[frozenset[str], ...] | None
 def _ideal_dcg(gains: Mapping[str, int], holders: tuple[frozenset[str], ...] | None, k: int,
                covers: list[frozenset[str]] | None = None) -> float:
     covers = _covers(gains, holders) if covers is None else covers
-    worth = sorted((sum(gains[s] for s in c) for c in covers), reverse=True)
-    if sum(len(c) for c in covers) == len(set().union(*covers)):      # disjoint: best first
-        ideals = _disjoint_ideals(worth)
+    disjoint = _disjoint_worth(gains, covers)
+    if disjoint is not None:                                           # disjoint: best first
+        ideals = _disjoint_ideals(disjoint)
         return ideals[min(k, len(ideals) - 1)]
+    worth = sorted((sum(gains[s] for s in c) for c in covers), reverse=True)
     states: dict[frozenset[str], float] = {frozenset(): 0.0}
     best = 0.0
     for rank in range(1, k + 1):
@@ -163,6 +162,13 @@ def _ideal_dcg(gains: Mapping[str, int], holders: tuple[frozenset[str], ...] | N
             return max(best, _upper_bound(worth, sum(gains.values()), k))
         states, best = grown, max(best, max(grown.values()))
     return best
+
+
+def _disjoint_worth(gains: Mapping[str, int], covers: list[frozenset[str]]) -> list[int] | None:
+    """When no two of ``covers`` share a section, what each is worth, best first; None otherwise."""
+    if sum(len(c) for c in covers) != len(set().union(*covers)):
+        return None
+    return sorted((sum(gains[s] for s in c) for c in covers), reverse=True)
 
 
 def _disjoint_ideals(worth: Sequence[float]) -> list[float]:
