@@ -288,6 +288,11 @@ def _fuse_block(rankings: Sequence[Hits], depth: int) -> Hits:
     fused = np.bincount(where, weights=1.0 / (RRF_K + rank), minlength=len(unique))
     best_rank = np.full(len(unique), np.iinfo(np.int64).max, dtype=np.int64)
     np.minimum.at(best_rank, where, rank)
+    # A row summing to less than 1/(60 + depth) − 1e-6 is below rank ``depth`` in every ranking
+    # holding it, so one of those rankings has ``depth`` rows above it, each summing to 1/(60 + depth)
+    # or more; its sum rounds below theirs, and it is never among the best: only the others are ranked.
+    kept = np.flatnonzero(fused >= 1.0 / (RRF_K + depth) - 1e-6)
+    unique, fused, best_rank = unique[kept], fused[kept], best_rank[kept]
     values, back = np.unique(fused, return_inverse=True)
     rounded = np.array([round(v, 6) + 0.0 for v in values.tolist()], dtype=np.float64)[back]
     return Hits.best(unique // width, unique % width, rounded, m, depth, tie=best_rank)

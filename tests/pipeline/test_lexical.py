@@ -108,8 +108,8 @@ def test_equal_fused_scores_go_to_the_best_single_rank_before_the_row():
     assert fuse_hits(as_hits, 200).lists() == [fused]
 
 
-@pytest.mark.parametrize("block", [2048, 7])
-def test_fusing_every_query_at_once_is_fusing_each_alone(monkeypatch, block):
+@pytest.mark.parametrize("block, depth", [(2048, 25), (7, 25), (2048, 5), (2048, 1), (7, 40)])
+def test_fusing_every_query_at_once_is_fusing_each_alone(monkeypatch, block, depth):
     # fuse_hits sums and rounds as fuse does (the same float64 sums in the same order, Python's round)
     rng = random.Random(5)
     n, wide, m = 300, 40, 60
@@ -117,6 +117,8 @@ def test_fusing_every_query_at_once_is_fusing_each_alone(monkeypatch, block):
     lexical = [[(row, 0.0) for row in rng.sample(range(n), wide)] for _ in range(m)]
     lexical[3] = dense[3][:]                                  # the same ranking twice
     lexical[4] = lexical[4][:7]                               # a short ranking
+    dense[5], lexical[5] = dense[5][:3], lexical[5][:4]       # both shorter than most depths
+    lexical[6] = [dense[6][i] for i in (10, 0, 30, 39, 20)] + lexical[6][:35]   # rows in both, far down
 
     def hits(rankings):
         out = Hits(np.full((m, wide), -1, dtype=np.int64), np.zeros((m, wide)))
@@ -125,8 +127,8 @@ def test_fusing_every_query_at_once_is_fusing_each_alone(monkeypatch, block):
         return out
 
     monkeypatch.setattr(lexical_module, "_FUSE_BLOCK", block)
-    together = fuse_hits([hits(dense), hits(lexical)], 25).lists()
-    assert together == [fuse(pair, 25) for pair in zip(dense, lexical, strict=True)]
+    together = fuse_hits([hits(dense), hits(lexical)], depth).lists()
+    assert together == [fuse(pair, depth) for pair in zip(dense, lexical, strict=True)]
 
 
 def test_search_memory_stays_small_when_every_chunk_holds_the_query_words():
