@@ -322,7 +322,11 @@ def test_an_exception_in_the_parent_stops_every_worker(project, monkeypatch, sto
 #: `rageval run` whose worker answering the third block sleeps at its case b600: ten minutes
 #: ("slowly"), or five seconds with workers the kernel does not kill with it, as where prctl is missing
 RUN = """
-import sys, time
+import signal, sys, time
+# Ctrl-C as a terminal's foreground command gets it: a command started in the background of a shell
+# without job control (nohup CMD &, a CI runner's step) inherits SIGINT ignored, and Python then
+# installs no handler of its own
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from rageval import cli
 from rageval.pipeline import workers
 from rageval.pipeline.generation import ExtractiveGenerator
