@@ -67,7 +67,7 @@ def top_of(scores: np.ndarray, k: int) -> Hits:
         crowded = np.flatnonzero(np.bincount(queries, minlength=m) > CROWDED * k)
         if len(crowded):
             rows = scores[crowded]
-            exact_q, exact_c = _at_least(rows, np.partition(rows, n - k, axis=1)[:, n - k].astype(np.float64))
+            exact_q, exact_c = _at_least(rows, _kth_best(rows, k))
             keep = ~np.isin(queries, crowded)
             queries = np.concatenate([queries[keep], crowded[exact_q]])
             columns = np.concatenate([columns[keep], exact_c])
@@ -93,8 +93,13 @@ def _kth_floor(scores: np.ndarray, k: int) -> np.ndarray:
     """Per row of ``scores`` (m, n, k < n), a float64 value no greater than its k-th best score: the
     k-th best of the maxima of its blocks of :data:`FLOOR_BLOCK` columns (k blocks each hold a score
     at least that high). A pass over the scores that costs a third of a selection in each row."""
-    m, n = scores.shape
+    n = scores.shape[1]
     if n < k * FLOOR_BLOCK:                       # too few blocks to say much: select exactly
-        return np.partition(scores, n - k, axis=1)[:, n - k].astype(np.float64)
-    maxima = np.maximum.reduceat(scores, np.arange(0, n, FLOOR_BLOCK), axis=1)
-    return np.partition(maxima, maxima.shape[1] - k, axis=1)[:, maxima.shape[1] - k].astype(np.float64)
+        return _kth_best(scores, k)
+    return _kth_best(np.maximum.reduceat(scores, np.arange(0, n, FLOOR_BLOCK), axis=1), k)
+
+
+def _kth_best(scores: np.ndarray, k: int) -> np.ndarray:
+    """Per row of ``scores`` (k ≤ its width), its k-th best value, as float64."""
+    n = scores.shape[1]
+    return np.partition(scores, n - k, axis=1)[:, n - k].astype(np.float64)
