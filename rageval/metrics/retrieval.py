@@ -110,8 +110,8 @@ class Relevance:
         """IDCG@k: the best DCG@k over rankings of the chunks the ideal may use."""
         if k not in self._ideal:
             prefix = self._disjoint_prefix
-            self._ideal[k] = (prefix[min(k, len(prefix) - 1)] if prefix is not None
-                              else _ideal_dcg(self.gains, self.holders, k, self.covers))
+            self._ideal[k] = (_ideal_at(prefix, k) if prefix is not None
+                              else _covering_ideal(self.gains, self.covers, k))
         return self._ideal[k]
 
     @cached_property
@@ -142,8 +142,13 @@ def _ideal_dcg(gains: Mapping[str, int], holders: tuple[frozenset[str], ...] | N
     covers = _covers(gains, holders) if covers is None else covers
     disjoint = _disjoint_worth(gains, covers)
     if disjoint is not None:                                           # disjoint: best first
-        ideals = _disjoint_ideals(disjoint)
-        return ideals[min(k, len(ideals) - 1)]
+        return _ideal_at(_disjoint_ideals(disjoint), k)
+    return _covering_ideal(gains, covers, k)
+
+
+def _covering_ideal(gains: Mapping[str, int], covers: list[frozenset[str]], k: int) -> float:
+    """IDCG@k of chunks that share sections: the best partial covers rank by rank (beyond
+    :data:`MAX_COVER_STATES` of them, an upper bound)."""
     worth = sorted((sum(gains[s] for s in c) for c in covers), reverse=True)
     states: dict[frozenset[str], float] = {frozenset(): 0.0}
     best = 0.0
@@ -174,6 +179,11 @@ def _disjoint_worth(gains: Mapping[str, int], covers: list[frozenset[str]]) -> l
 def _disjoint_ideals(worth: Sequence[float]) -> list[float]:
     """IDCG@0, @1, … of disjoint chunks worth ``worth`` (best first): running sums, left to right."""
     return [0.0, *itertools.accumulate(w * _discount(i) for i, w in enumerate(worth, 1))]
+
+
+def _ideal_at(ideals: list[float], k: int) -> float:
+    """IDCG@k from :func:`_disjoint_ideals` (past the last chunk, the sum of them all)."""
+    return ideals[min(k, len(ideals) - 1)]
 
 
 def _upper_bound(worth: Sequence[float], total: float, k: int) -> float:
