@@ -157,6 +157,9 @@ class CheckResult:
     def passed(self) -> bool | None:
         return _PASSED.get(self.status)
 
+    def __reduce__(self) -> tuple[Any, ...]:     # pickled as a call of the class (rageval.pipeline.handoff)
+        return (CheckResult, (self.status, self.score, self.reason, self.details))
+
     @classmethod
     def ok(cls, reason: str = "", score: float | None = 1.0, **details: Any) -> CheckResult:
         return cls(PASS, score, reason, details)
@@ -237,6 +240,9 @@ class Retrieved:
     text: str = ""
     score: float | None = None
     tokens: int | None = None
+
+    def __reduce__(self) -> tuple[Any, ...]:     # pickled as a call of the class (rageval.pipeline.handoff)
+        return (Retrieved, (self.chunk_id, self.sections, self.text, self.score, self.tokens))
 
     def to_dict(self) -> dict[str, Any]:
         return {"chunk_id": self.chunk_id, "sections": list(self.sections), "text": self.text,

@@ -23,7 +23,7 @@ from rageval.clock import Clock
 from rageval.config import config_files
 from rageval.cost import Cost, Usage
 from rageval.errors import RagevalError
-from rageval.files import paused_gc
+from rageval.files import kept_out_of_gc, paused_gc
 from rageval.golden import lifecycle
 from rageval.golden.corpus import Corpus, joined, load_corpus
 from rageval.golden.set import Case, GoldenSet, load_golden
@@ -38,10 +38,10 @@ from rageval.pipeline.apps.builtin import SEARCH_BATCH, BuiltinApp
 from rageval.pipeline.apps.command import CommandApp
 from rageval.pipeline.apps.http import HttpApp
 from rageval.pipeline.apps.replay import ReplayApp
-from rageval.pipeline.chunking import Chunk
+from rageval.pipeline.handoff import Handoff, Sent
 from rageval.pipeline.judging import CaseJudge, ModelJudge
 from rageval.pipeline.llm import LLMClient
-from rageval.records import FAIL, CaseResult, CheckResult, Retrieved, Shared
+from rageval.records import FAIL, CaseResult, CheckResult, Shared
 from rageval.results import GoldenInfo, Progress, RunResult, Shard
 from rageval.settings import Config
 from rageval.text import count_tokens
@@ -135,33 +135,37 @@ class Evaluation:
                 yield from each(one, block)
 
         out: list[CaseResult] = []
+        with kept_out_of_gc() as keep:        # what the run holds, then each block of results it keeps
+            for results in self._answered(self.searches(cases), answer_search):
+                for result in results:
+                    out.append(result)
+                    if progress:
+                        progress(len(out), len(cases))
+                keep()
+        return out
 
-        def record(results: Iterable[CaseResult]) -> None:
-            for result in results:
-                out.append(result)
-                if progress:
-                    progress(len(out), len(cases))
-
-        searches = self.searches(cases)
+    def _answered(self, searches: list[list[Sequence[Case]]], answer_search: Callable[..., Iterator[CaseResult]]
+                  ) -> Iterator[Iterable[CaseResult]]:
+        """The results of ``searches`` (``answer_search`` answers one), a block or a search at a time."""
         processes = self.processes_for(len(searches))
+        n_cases = sum(len(block) for search in searches for block in search)
         if processes > 1:
             # read here once, so the workers inherit them (the snapshots: each golden text scanned once)
             self.holders, self.snapshots  # noqa: B018
-            chunks = {c.id: c for c in self.app.chunks}  # type: ignore[attr-defined]
+            handoff = Handoff(self.app.chunks, SHARED)  # type: ignore[attr-defined]
 
-            def job(i: int) -> list[tuple[CaseResult, Packed]]:
-                return [packed(result, chunks) for result in answer_search(searches[i])]
+            def job(i: int) -> list[Sent]:
+                return [handoff.packed(result) for result in answer_search(searches[i])]
             with workers.in_processes(job, len(searches), processes) as done:
                 for sent in done:
-                    record(unpacked(result, chunks) for result in sent)
-            return out
+                    yield handoff.unpacked(sent)
+            return
         # threads only help an app that waits (a model, a service); an in-process deterministic
         # pipeline is CPU-bound, where threads only contend for the GIL
-        threads = 1 if self.deterministic else max(1, min(self.cfg.app.concurrency, len(cases)))
+        threads = 1 if self.deterministic else max(1, min(self.cfg.app.concurrency, n_cases))
         with ThreadPoolExecutor(max_workers=threads) as pool:
             for search in searches:
-                record(answer_search(search, map if threads == 1 else pool.map))
-        return out
+                yield answer_search(search, map if threads == 1 else pool.map)
 
     def searches(self, cases: Sequence[Case]) -> list[list[Sequence[Case]]]:
         """``cases`` in blocks of ``BLOCK``, grouped by the app's retrieval: a block at a time, or
@@ -218,36 +222,6 @@ SHARED = Shared()
 def blocks(items: Sequence[Case], size: int) -> Iterator[Sequence[Case]]:
     for start in range(0, len(items), size):
         yield items[start:start + size]
-
-
-#: a case's retrieved items as a worker sends them: a chunk of the index as (chunk id, score), else as it is
-Packed = tuple[tuple[str, float | None] | Retrieved, ...] | None
-
-
-def packed(result: CaseResult, chunks: Mapping[str, Chunk]) -> tuple[CaseResult, Packed]:
-    """``result`` as a worker process sends it back: the chunks of the index it retrieved as their
-    ids and scores (the parent holds the same chunks), so their texts are neither pickled nor, once
-    back, held once per case."""
-    if result.retrieved is None:
-        return result, None
-    return result.replace(retrieved=None), tuple(
-        (r.chunk_id, r.score) if (c := chunks.get(r.chunk_id)) is not None and r.text is c.text
-        and r.sections == c.sections and r.tokens == c.tokens else r for r in result.retrieved)
-
-
-def unpacked(sent: tuple[CaseResult, Packed], chunks: Mapping[str, Chunk]) -> CaseResult:
-    """The result :func:`packed` sent, as the worker held it, its equal values shared with the
-    other blocks' (``SHARED``: a pickle shares them within its block only)."""
-    result, retrieved = sent
-    return result.replace(
-        retrieved=None if retrieved is None else tuple(
-            item if isinstance(item, Retrieved) else _chunk_retrieved(chunks[item[0]], item[1]) for item in retrieved),
-        metrics=SHARED.mapping(result.metrics), slice=SHARED.mapping(result.slice),
-        usage=SHARED.mapping(result.usage), checks={name: SHARED.check(c) for name, c in result.checks.items()})
-
-
-def _chunk_retrieved(chunk: Chunk, score: float | None) -> Retrieved:
-    return Retrieved(chunk.id, chunk.sections, chunk.text, score, chunk.tokens)
 
 
 def reusable(case: CaseResult | None, store_k: int) -> Trace | None:

@@ -40,7 +40,6 @@ write to, and so copy, the pages it shares with the parent.
 from __future__ import annotations
 
 import ctypes
-import gc
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -56,6 +55,7 @@ from multiprocessing.process import BaseProcess
 from typing import Any, TypeVar
 
 from rageval.errors import RagevalError
+from rageval.files import kept_out_of_gc
 
 T = TypeVar("T")
 
@@ -125,8 +125,7 @@ def in_processes(job: Callable[[int], T], count: int, processes: int) -> Iterato
     context = multiprocessing.get_context("fork")
     workers: list[Worker] = []
     try:
-        gc.freeze()
-        try:
+        with kept_out_of_gc():
             for _ in range(min(processes, count)):
                 here, there = context.Pipe()
                 process = context.Process(target=_serve, args=(job, there, [here, *(w.conn for w in workers)],
@@ -134,8 +133,6 @@ def in_processes(job: Callable[[int], T], count: int, processes: int) -> Iterato
                 process.start()
                 there.close()               # the worker holds the only other end: its death reads as EOF here
                 workers.append(Worker(process, here))
-        finally:
-            gc.unfreeze()
         yield _results(workers, count)
     finally:
         _end_all(workers)

@@ -16,6 +16,7 @@ in two worker processes two searches (the first two blocks, then the third).
 
 from __future__ import annotations
 
+import gc
 import json
 import multiprocessing
 import os
@@ -180,6 +181,22 @@ def test_rageval_run_on_every_core_writes_the_bytes_of_one_process(project, tmp_
         assert cli.main(["run", "--config", str(project), "--reproducible", "--out", str(out)]) == 0
         written_by[processes] = out.read_bytes()
     assert written_by[""] == written_by["1"]
+
+
+@pytest.mark.parametrize("processes", ["1", "2"])
+def test_a_run_hands_the_garbage_collector_back_as_it_found_it(project, processes):
+    # a run keeps what it holds out of the collector's passes (gc.freeze) while it runs; a program
+    # embedding rageval gets its objects back, and what it froze itself stays frozen
+    ev = evaluation(project, processes)
+    assert ev.run().summary.n_cases == CASES
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert ev.run().summary.n_cases == CASES
+        assert gc.get_freeze_count() >= frozen and gc.isenabled()
+    finally:
+        gc.unfreeze()
 
 
 @pytest.mark.parametrize("value", ["0", "two", "-1", "1000", "2.5"])
