@@ -14,7 +14,7 @@ import bisect
 import itertools
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -23,6 +23,7 @@ import jinja2
 
 from rageval.errors import ConfigError, ModelError
 from rageval.pipeline.apps import Retrieved
+from rageval.pipeline.chunking import Chunk
 from rageval.text import PieceCache, folded_words
 
 #: what the extractive generator answers when no sentence covers the question, by language
@@ -69,6 +70,8 @@ Sentence = tuple[str, int, int, tuple[str, ...]]
 
 #: chunks whose sentences an extractive generator keeps at least (an app sizes it to its index)
 CACHE_MIN = 2048
+#: a chunk read ahead of its first use (ExtractiveGenerator.read_ahead): its word masks wait for a second use
+_READ_AHEAD: dict[str, int] = {}
 
 
 class ExtractiveGenerator:
@@ -111,9 +114,22 @@ class ExtractiveGenerator:
             if len(self._read) >= self.cache_size:
                 self._read.clear()
             found = self._read[key] = (_chunk_sentences(chunk.text, key[1], self.stop, self._pieces), None)
+        elif found[1] is _READ_AHEAD:       # read by read_ahead: this is its first use
+            found = self._read[key] = (found[0], None)
         elif found[1] is None:
             found = self._read[key] = (found[0], _word_masks(found[0]))
         return found
+
+    def read_ahead(self, chunks: Iterable[Chunk]) -> None:
+        """Read the sentences of ``chunks`` now, up to the cache's size, as their first use would
+        (the builtin app, before its worker processes fork: what each would read again, read once)."""
+        read, stop, pieces = self._read, self.stop, self._pieces
+        for chunk in chunks:
+            if len(read) >= self.cache_size:
+                return
+            key = (chunk.text, tuple(chunk.sections))
+            if key not in read:
+                read[key] = (_chunk_sentences(chunk.text, key[1], stop, pieces), _READ_AHEAD)
 
     def generate(self, question: str, chunks: Sequence[Retrieved], *, case_id: str, fresh: bool = False) -> Generated:
         q_terms = _terms(question, self.stop)

@@ -150,8 +150,10 @@ class Evaluation:
         processes = self.processes_for(len(searches))
         n_cases = sum(len(block) for search in searches for block in search)
         if processes > 1:
-            # read here once, so the workers inherit them (the snapshots: each golden text scanned once)
+            # read here once, so the workers inherit them (the snapshots: each golden text scanned once;
+            # the chunks every worker would read: BuiltinApp.before_fork)
             self.holders, self.snapshots  # noqa: B018
+            self.app.before_fork(n_cases)  # type: ignore[attr-defined]
             handoff = Handoff(self.app.chunks, SHARED)  # type: ignore[attr-defined]
 
             def job(i: int) -> list[Sent]:

@@ -68,6 +68,9 @@ def test_answers_are_those_of_the_plain_rule(question, texts, language, min_cove
     want = plain_answer(question, chunks, STOP_WORDS[language], generator.decline, min_coverage=min_coverage)
     assert generator.generate(question, chunks, case_id="q").answer == want
     assert generator.generate(question, chunks, case_id="q").answer == want      # read from its cache
+    ahead = ExtractiveGenerator(2, min_coverage, language=language)
+    ahead.read_ahead(chunks)                       # as the builtin app does before its workers fork
+    assert [ahead.generate(question, chunks, case_id="q").answer for _ in range(2)] == [want, want]
 
 
 def test_the_cache_holds_the_index_and_stays_bounded():
@@ -80,6 +83,18 @@ def test_the_cache_holds_the_index_and_stays_bounded():
     assert len(generator._read) <= CACHE_MIN + 10
     heading, start, end, words = generator.sentences_of(chunks[7])[1]
     assert chunks[7].text[start:end] == "Phí 7 đồng." and words == ("phi", "7", "dong")
+
+
+def test_chunks_read_ahead_are_read_as_on_first_use_up_to_the_cache_size():
+    chunks = [Retrieved(f"c{i}", ("S",), f"S\nTrả hàng {i} ngày. Phí {i} đồng.", 1.0, 8) for i in range(CACHE_MIN + 5)]
+    plain, ahead = ExtractiveGenerator(), ExtractiveGenerator()
+    ahead.read_ahead(chunks)
+    assert len(ahead._read) == CACHE_MIN                          # the cache's size, never more
+    for c in chunks[:3]:
+        first, second = ahead._chunk(c), ahead._chunk(c)
+        assert first == plain._chunk(c) and first[1] is None       # a first use: no word masks yet
+        assert second == plain._chunk(c) and second[1]             # a second use: its masks
+    assert ahead._chunk(chunks[-1]) == plain._chunk(chunks[-1])   # past the cache's size: read on use
 
 
 def plain_sentences(text: str, sections: tuple[str, ...], stop: frozenset[str]) -> list[tuple[str, str, tuple[str, ...]]]:
