@@ -1,6 +1,10 @@
 import hashlib
+import json
 
 import pytest
+from conftest import ROOT
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rageval.errors import DatasetError
 from rageval.golden.corpus import load_corpus
@@ -54,6 +58,46 @@ def test_canonical_golden_set(tmp_path):
     assert g.subset(None) is g
     assert g.cases[0].slice_labels() == ["numeric=true", "type=lookup"]
     assert g.cases[1].out_of_scope and g.cases[1].expected_sections == ()
+
+
+def whole_dump_sha256(golden) -> str:
+    """The content hash as earlier releases computed it (their RunResults hold it): one json.dumps of it all."""
+    text = json.dumps({"dataset": golden.name, "cases": [c.to_dict() for c in golden.full.cases]},
+                      sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+ODD_TEXT = st.text(st.sampled_from(['"', "\\", "\n", "\t", "\u0000", "\u2028", "đ", "ổ", "😀", "a", " ", "{", ",", ":"]),
+                   max_size=12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=ODD_TEXT, cases=st.lists(st.fixed_dictionaries({
+    "question": ODD_TEXT.filter(str.strip), "expected_answer": ODD_TEXT.filter(str.strip),
+    "slice": st.dictionaries(st.sampled_from(["type", "numeric", "z", "ư"]),
+                             st.one_of(st.booleans(), st.integers(-3, 3), st.floats(-2, 2), ODD_TEXT), max_size=3),
+    "tags": st.lists(st.sampled_from(["pr", "holdout", "đ"]), max_size=2, unique=True)}), min_size=1, max_size=4),
+       subset=st.sampled_from([None, "pr"]))
+def test_the_content_hash_is_the_one_earlier_runresults_hold(tmp_path_factory, name, cases, subset):
+    # hashed a case at a time, it must stay the hash of the whole dump, or every old baseline would
+    # read as another golden set
+    body = {"dataset": name or "x", "version": 1, "cases": [
+        {"id": f"q{i}", "expected_sections": ["DT-1"], **case} for i, case in enumerate(cases)]}
+    path = tmp_path_factory.mktemp("golden") / "golden.json"
+    path.write_text(json.dumps(body, ensure_ascii=False), encoding="utf-8")
+    golden = load_golden(path)
+    if subset and not any("pr" in c["tags"] for c in cases):
+        return
+    part = golden.subset(subset)
+    assert part.content_sha256 == golden.content_sha256 == whole_dump_sha256(golden)
+
+
+@pytest.mark.parametrize(("path", "recorded"), [
+    ("examples/banhang/golden.yaml", "84a8dcf0d73628f10fc1e03bc2e8b671bfaa919844856f9887648fc81b297e2b"),
+    ("examples/northwind/golden.yaml", "c8fc19a4b527656dc5c0cb2d67e0402ac206a875d9cec3ce215bc06d31a23d5c")])
+def test_the_examples_keep_their_content_hash(path, recorded):
+    # recorded by rageval 9fc0cda, which hashed the whole dump at once
+    assert load_golden(ROOT / path).content_sha256 == recorded
 
 
 def test_golden_errors_carry_line_numbers(tmp_path):
