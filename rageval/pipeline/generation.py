@@ -131,6 +131,11 @@ class ExtractiveGenerator:
             if key not in read:
                 read[key] = (_chunk_sentences(chunk.text, key[1], stop, pieces), _READ_AHEAD)
 
+    def forget_read_ahead(self) -> None:
+        """Let go of the chunks read ahead and not used since (once the workers that use them forked)."""
+        self._read = {key: found for key, found in self._read.items() if found[1] is not _READ_AHEAD}
+        self._pieces = _content_pieces(self.stop)
+
     def generate(self, question: str, chunks: Sequence[Retrieved], *, case_id: str, fresh: bool = False) -> Generated:
         q_terms = _terms(question, self.stop)
         if not q_terms:

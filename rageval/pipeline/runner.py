@@ -159,6 +159,7 @@ class Evaluation:
             def job(i: int) -> list[Sent]:
                 return [handoff.packed(result) for result in answer_search(searches[i])]
             with workers.in_processes(job, len(searches), processes) as done:
+                self.app.after_fork()  # type: ignore[attr-defined]
                 for sent in done:
                     yield handoff.unpacked(sent)
             return
