@@ -28,8 +28,8 @@ from rageval.text import detect_language
 #: batches of 2,048 at 309 MB, with less CPU)
 SEARCH_BATCH = 2048
 #: context chunks per chunk of the index from which the chunks are read before worker processes fork
-#: (BuiltinApp.before_fork). Two workers over 10,000 Zipf-like chunks, CPU: at 1 and 2.5 even, at 5
-#: 0.5 s less, at 10 1.8 s less (docs/benchmarks.md)
+#: (BuiltinApp.before_fork). Two workers, 10,000 Zipf-like chunks, a run's CPU: 8.8 -> 8.6 s at five,
+#: 26.0 -> 23.9 s at twenty; at one and 2.5 a stage probe found it even (docs/benchmarks.md, eighth round)
 READ_AHEAD = 4
 
 
