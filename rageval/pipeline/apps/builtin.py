@@ -115,16 +115,16 @@ class BuiltinApp:
 
     def before_fork(self, cases: int) -> None:
         """Ahead of worker processes answering ``cases`` cases: what each of them would otherwise
-        do again, done once here and inherited. When the cases' contexts hold at least as many
-        chunks as the index (``READ_AHEAD``), each worker would meet, and read, most chunks: the
+        do again, done once here and inherited. When the cases' contexts hold at least ``READ_AHEAD``
+        times as many chunks as the index, each worker would meet, and read, most chunks: the
         extractive generator reads them all now."""
         contexts = cases * self.cfg.retrieval.top_k
         if isinstance(self.generator, ExtractiveGenerator) and contexts >= READ_AHEAD * len(self.chunks):
             self.generator.read_ahead(self.chunks)
 
     def after_fork(self) -> None:
-        """Once the workers forked: this process lets go of what it read for them (at 10,000 chunks
-        about 40 MB; the workers hold their own copy)."""
+        """Once the workers forked: this process lets go of what it read for them and has not used (at
+        10,000 chunks about 25 MB of objects; the workers hold their own copy)."""
         if isinstance(self.generator, ExtractiveGenerator):
             self.generator.forget_read_ahead()
 
