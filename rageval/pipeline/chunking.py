@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rageval.golden.corpus import Corpus, Section, unlabelled
+from rageval.records import Retrieved
 from rageval.text import count_tokens, token_spans
 
 
@@ -36,6 +37,10 @@ class Chunk:
     @property
     def indexed(self) -> str:
         return self.index_text or self.text
+
+    def retrieved(self, score: float | None) -> Retrieved:
+        """This chunk as a case's retrieved item, with ``score``."""
+        return Retrieved(self.id, self.sections, self.text, score, self.tokens)
 
 
 def chunk_corpus(corpus: Corpus, size: int, overlap: int = 0, *, merge_sections: bool = False) -> list[Chunk]:

@@ -73,15 +73,11 @@ class Handoff:
             retrieved = values[RETRIEVED]
             if retrieved is not None:
                 values[RETRIEVED] = tuple(
-                    item if isinstance(item, Retrieved) else _retrieved(chunks[item[0]], item[1]) for item in retrieved)
+                    item if isinstance(item, Retrieved) else chunks[item[0]].retrieved(item[1]) for item in retrieved)
             values[METRICS] = one(values[METRICS], shared.mapping)
             values[SLICE] = one(values[SLICE], shared.mapping)
             values[USAGE] = one(values[USAGE], shared.mapping)
             values[CHECKS] = {name: one(check, shared.check) for name, check in values[CHECKS].items()}
             out.append(CaseResult(*values))
         return out
-
-
-def _retrieved(chunk: Chunk, score: float | None) -> Retrieved:
-    return Retrieved(chunk.id, chunk.sections, chunk.text, score, chunk.tokens)
 

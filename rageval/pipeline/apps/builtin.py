@@ -109,9 +109,7 @@ class BuiltinApp:
         if not todo:
             return
         for case, hits in zip(todo, self.retriever.search([c.question for c in todo], self.depth), strict=True):
-            self._rankings[case.id] = tuple(
-                Retrieved(self.chunks[row].id, self.chunks[row].sections, self.chunks[row].text,
-                          round(float(score), 6), self.chunks[row].tokens) for row, score in hits)
+            self._rankings[case.id] = tuple(self.chunks[row].retrieved(round(float(score), 6)) for row, score in hits)
 
     def before_fork(self, cases: int) -> None:
         """Ahead of worker processes answering ``cases`` cases: what each of them would otherwise
