@@ -12,7 +12,7 @@ What crosses between the processes:
 - inherited by fork, never pickled: everything the parent holds when it forks — the evaluation
   (config, golden set, corpus), the app's index and caches, and the function answering a block;
 - pickled to a worker: a block's number (an int), or None (stop);
-- pickled back: a block's results (``list[CaseResult]``), one block at a time, or the exception
+- pickled back: a block's results (as :mod:`rageval.pipeline.handoff` packs them), one block at a time, or the exception
   that stopped it, re-raised in the parent as it was raised (a RagevalError keeps its class,
   message and tip; a bug stays that bug), with the worker's traceback as its cause. A worker's own
   state (caches it warmed, rankings it popped) stays in the worker.
