@@ -117,8 +117,8 @@ class Relevance:
     @cached_property
     def _disjoint_prefix(self) -> list[float] | None:
         """When no two of the ideal's chunks share a section (one section per chunk, the usual case),
-        IDCG@k for every k at once: the discounted worths, best first, summed left to right as
-        :func:`_ideal_dcg` sums them (the same floats); None otherwise."""
+        IDCG@k for every k at once: the discounted worths, best first, summed left to right (the
+        floats a sum at each k gave before); None otherwise."""
         worth = _disjoint_worth(self.gains, self.covers)
         return None if worth is None else _disjoint_ideals(worth)
 
@@ -135,15 +135,6 @@ def _covers(gains: Mapping[str, int], holders: tuple[frozenset[str], ...] | None
         holders = tuple(frozenset([s]) for s in gains)
     cut = {frozenset(s for s in h if s in gains) for h in holders} - {frozenset()}
     return [c for c in cut if not any(c < other for other in cut)]
-
-
-def _ideal_dcg(gains: Mapping[str, int], holders: tuple[frozenset[str], ...] | None, k: int,
-               covers: list[frozenset[str]] | None = None) -> float:
-    covers = _covers(gains, holders) if covers is None else covers
-    disjoint = _disjoint_worth(gains, covers)
-    if disjoint is not None:                                           # disjoint: best first
-        return _ideal_at(_disjoint_ideals(disjoint), k)
-    return _covering_ideal(gains, covers, k)
 
 
 def _covering_ideal(gains: Mapping[str, int], covers: list[frozenset[str]], k: int) -> float:

@@ -221,10 +221,10 @@ def test_ndcg_never_exceeds_one_and_the_ideal_is_the_best_ranking(holders, grade
 def test_the_upper_bound_past_the_exact_search_is_a_bound(monkeypatch):
     holders = [frozenset({f"S{i}", f"S{i + 1}"}) for i in range(8)]
     gains = {f"S{i}": 1 + i % 3 for i in range(9)}
-    exact = retrieval._ideal_dcg(gains, tuple(holders), 5)
+    exact = Relevance.of(gains, 1, holders).ideal_dcg(5)
     assert exact == pytest.approx(brute_force_ideal(holders, gains, 5))
     monkeypatch.setattr(retrieval, "MAX_COVER_STATES", 2)
-    assert retrieval._ideal_dcg(gains, tuple(holders), 5) >= exact
+    assert Relevance.of(gains, 1, holders).ideal_dcg(5) >= exact
 
 
 # --- graded relevance (issue 22 §3) -----------------------------------------------------------------
