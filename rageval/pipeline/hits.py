@@ -83,10 +83,18 @@ FLOOR_BLOCK = 64
 CROWDED = 64
 
 
+def cells(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row, column, flat index) of each True of a 2-d ``mask``, in ``np.nonzero``'s order: a flat
+    index divided (``np.nonzero`` of a 2-d mask costs ten times more)."""
+    flat = np.flatnonzero(mask)
+    rows, columns = np.divmod(flat, mask.shape[1])
+    return rows, columns, flat
+
+
 def _at_least(scores: np.ndarray, floor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(row, column) of every score within 1e-6 of its row's ``floor`` or above, row by row (a flat
-    index divided: ``np.nonzero`` of a 2-d mask costs ten times more)."""
-    return np.divmod(np.flatnonzero(scores >= (floor - 1e-6)[:, None]), scores.shape[1])
+    """(row, column) of every score within 1e-6 of its row's ``floor`` or above, row by row."""
+    rows, columns, _ = cells(scores >= (floor - 1e-6)[:, None])
+    return rows, columns
 
 
 def _kth_floor(scores: np.ndarray, k: int) -> np.ndarray:
