@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["SCORE_DECIMALS", "Hits", "top_of"]
+__all__ = ["SCORE_DECIMALS", "Hits", "lexsort_unique", "top_of"]
 
 SCORE_DECIMALS = 6
 
@@ -24,7 +24,7 @@ class Hits:
              tie: np.ndarray | None = None) -> Hits:
         """The ``k`` best of (query, row, score) triples (in any order, a row once per query) for
         each of ``m`` queries; equal scores by ``tie`` ascending (one value per triple), then row."""
-        order = np.lexsort((rows, -scores, queries) if tie is None else (rows, tie, -scores, queries))
+        order = lexsort_unique((rows, -scores, queries) if tie is None else (rows, tie, -scores, queries))
         queries, rows, scores = queries[order], rows[order], scores[order]
         rank = np.arange(len(queries)) - np.searchsorted(queries, queries, "left")
         top = rank < k
@@ -45,6 +45,45 @@ class Hits:
         counts = (self.rows >= 0).sum(axis=1).tolist()
         return [list(zip(rows[:c], scores[:c], strict=True))
                 for rows, scores, c in zip(self.rows.tolist(), self.scores.tolist(), counts, strict=True)]
+
+
+def lexsort_unique(keys: tuple[np.ndarray, ...]) -> np.ndarray:
+    """``np.lexsort(keys)`` (the last key sorts first) of keys that no two entries share all of, by
+    one sort of the keys packed into 64 bits when their ranges fit: an integer key as its offset from
+    its least value, a float key as its rank among its distinct values (a float32 key: its bits in
+    their order), one after another. Unique packed keys have one order, whichever sort finds it; at
+    20,000 questions a search sorts millions of (query, score, row) triples, and ``np.lexsort``, one
+    stable pass per key, took five to eight times longer. Keys too wide to pack go to ``np.lexsort``."""
+    if not len(keys[0]):
+        return np.lexsort(keys)
+    packed, width = np.zeros(len(keys[0]), dtype=np.uint64), 0
+    for key in reversed(keys):                         # the first sorting key goes to the highest bits
+        ordinal, top = _ordinal(key)
+        bits = top.bit_length()
+        width += bits
+        if width > 64:
+            return np.lexsort(keys)
+        packed = (packed << np.uint64(bits)) | ordinal
+    return np.argsort(packed)
+
+
+def _ordinal(key: np.ndarray) -> tuple[np.ndarray, int]:
+    """(key mapped to unsigned integers in its order, equal values to equal ones; the largest)."""
+    if key.dtype == np.float32:
+        bits = (key + np.float32(0.0)).view(np.uint32)          # + 0.0: -0.0 is 0.0, as np.lexsort sees it
+        negative = bits >= np.uint32(1 << 31)
+        ordered = np.where(negative, ~bits, bits | np.uint32(1 << 31)).astype(np.uint64)
+    elif key.dtype.kind == "f":
+        distinct, ordered = np.unique(key, return_inverse=True)
+        return ordered.astype(np.uint64).ravel(), len(distinct) - 1
+    else:
+        low, high = int(key.min()), int(key.max())
+        if high - low >= 1 << 63:
+            return key, 1 << 64                                       # too wide: the caller lexsorts
+        ordered = (key - np.uint64(low)) if key.dtype.kind == "u" else key.astype(np.int64) - np.int64(low)
+        return ordered.astype(np.uint64), high - low
+    low = ordered.min()
+    return ordered - low, int(ordered.max() - low)
 
 
 def top_of(scores: np.ndarray, k: int) -> Hits:

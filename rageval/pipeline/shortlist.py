@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rageval.pipeline.hits import SCORE_DECIMALS, Hits, cells
+from rageval.pipeline.hits import SCORE_DECIMALS, Hits, cells, lexsort_unique
 
 __all__ = ["QueryTerms", "Shortlist", "exact_top", "ranked_top"]
 
@@ -158,7 +158,7 @@ def ranked_top(terms: QueryTerms, queries: np.ndarray, rows: np.ndarray, approx:
     scores differ by more than 1e-6, so rounding keeps them apart. Only runs of rows closer than
     that, from the query's top k, are scored exactly (``parts_of(rows)``: the parts holding those
     rows) and ordered by exact score, then row."""
-    order = np.lexsort((rows, -approx.astype(np.float64), queries))
+    order = lexsort_unique((rows, -approx, queries))
     queries, rows, approx = queries[order], rows[order], approx[order]
     apart = terms.margin / 2.0 + 5e-7                                       # 2γ(t + 1) + 1e-6
     close = (queries[1:] == queries[:-1]) & (approx[:-1].astype(np.float64) - approx[1:] <= apart[queries[1:]])
@@ -169,11 +169,11 @@ def ranked_top(terms: QueryTerms, queries: np.ndarray, rows: np.ndarray, approx:
     tied[:-1] |= close
     tied[1:] |= close
     tied &= rank[run_start] < k                                             # the run starts in the top k
-    exact = np.zeros(len(rows), dtype=np.float64)
-    if tied.any():
-        exact[tied] = _exact_scores(terms, queries[tied], rows[tied], parts_of(np.unique(rows[tied])))
-    final = np.lexsort((rows, -exact, run))
-    queries, rows, approx = queries[final], rows[final], approx[final]
+    tied = np.flatnonzero(tied)
+    if len(tied):           # a run is tied whole or not at all: the tied runs, each in place, by exact score then row
+        exact = _exact_scores(terms, queries[tied], rows[tied], parts_of(np.unique(rows[tied])))
+        final = tied[np.lexsort((rows[tied], -exact, run[tied]))]
+        queries[tied], rows[tied], approx[tied] = queries[final], rows[final], approx[final]
     top = rank < k                                       # the ranks within a query are those of any order of it
     out = Hits(np.full((m, k), -1, dtype=np.int64), np.zeros((m, k), dtype=np.float64))
     out.rows[queries[top], rank[top]] = rows[top]
