@@ -79,7 +79,7 @@ def corpus_snapshot(corpus: Corpus, golden: GoldenSet, units: Sequence[str] | No
         out[s.id] = {"title": s.title, "document": s.document,
                      "sha256": hashlib.sha256(s.text.encode("utf-8")).hexdigest()}
         if s.id in expected:
-            out[s.id]["numbers"] = sorted({str(q) for q in extract_quantities(s.text, units)})
+            out[s.id]["numbers"] = sorted({str(q) for q in extract_quantities(s.text, units, mentions=False)})
     return out
 
 

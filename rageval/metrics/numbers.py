@@ -271,13 +271,15 @@ class _Text:
         return next(itertools.islice(TOKEN.finditer(self.pieces[piece]), index, None)).span()
 
 
-def _scan(text: str, added: tuple[Spelling, ...] = ()) -> list[Quantity]:
+def _scan(text: str, added: tuple[Spelling, ...] = (), mentions: bool = True) -> list[Quantity]:
+    """The quantities of ``text`` in order; ``mentions=False`` leaves each one's mention as written
+    out (its ``shown`` is then its canonical form): cutting them is a fifth of the work."""
     table = tuple(sorted(added + UNITS_BY_LENGTH, key=lambda sp: -len(sp.words))) if added else UNITS_BY_LENGTH
     read = _Text(text)
     reader = Reader(read.toks)
     if not reader.starts:
         return []
-    toks, cut = reader.toks, read.cut
+    toks, cut = reader.toks, read.cut if mentions else _unwritten
 
     found: list[Quantity] = []
     pending: list[tuple[Decimal, int, int]] = []   # "3" in "3-5 ngày": waits for the unit of the range
@@ -311,21 +313,34 @@ def _scan(text: str, added: tuple[Spelling, ...] = ()) -> list[Quantity]:
         previous = reader.tok((start if pending else i) - 1)
         if not (previous in DATE_CONTEXT and match.unit in DATE_CONTEXT[previous]):
             unit = cut(match.start, match.end)
-            found.extend(Quantity(v * match.factor, match.unit, f"{cut(a, b)} {unit}") for v, a, b in pending)
+            found.extend(Quantity(v * match.factor, match.unit, f"{cut(a, b)} {unit}" if unit else "")
+                         for v, a, b in pending)
             found.append(Quantity(number.value * match.factor, match.unit, cut(i, match.end)))
         pending, i = [], match.end
     return found
 
 
+def _unwritten(first: int, end: int) -> str:
+    """The mention of tokens ``first`` .. ``end - 1`` left out (``_scan(..., mentions=False)``)."""
+    return ""
+
+
 @functools.lru_cache(maxsize=65536)
 def _stated(text: str, added: tuple[Spelling, ...] = ()) -> tuple[Quantity, ...]:
-    """:func:`_scan` of a text of the golden set or the corpus (an expected answer, a source
-    section), memoised: each is read once per process, however many cases cite it, and the run's
-    golden-set and corpus snapshots read the same texts again after every case. Kept apart from the
-    answers' cache, so that a run's many one-off answers do not push them out before the snapshots
-    (at 20,000 cases over 10,000 chunks they did: building the RunResult took 7.6 s of CPU, 4.2 s
-    with the caches apart). At most 65,536 texts, about 0.5 KB each."""
+    """:func:`_scan` of a text of the golden set (an expected answer, a must-include phrase),
+    memoised: each is read once per process, and the run's golden-set snapshot reads the same texts
+    as the cases' number rule. Kept apart from the answers' cache, so that a run's many one-off
+    answers do not push them out before the snapshots (at 20,000 cases over 10,000 chunks they did:
+    building the RunResult took 7.6 s of CPU, 4.2 s with the caches apart). At most 65,536 texts,
+    about 0.5 KB each."""
     return tuple(_scan(text, added))
+
+
+@functools.lru_cache(maxsize=65536)
+def _sourced(text: str, added: tuple[Spelling, ...] = ()) -> tuple[Quantity, ...]:
+    """:func:`_scan` of a source section without the mentions (what it states is only compared, never
+    shown: the number rule's ``outside_source`` lists the answer's mentions), memoised as :func:`_stated`."""
+    return tuple(_scan(text, added, mentions=False))
 
 
 @functools.lru_cache(maxsize=2048)
@@ -335,14 +350,17 @@ def _answered(text: str, added: tuple[Spelling, ...] = ()) -> tuple[Quantity, ..
     return tuple(_scan(text, added))
 
 
-def extract_quantities(text: str, units: Sequence[str | Unit] | None = None) -> list[Quantity]:
+def extract_quantities(text: str, units: Sequence[str | Unit] | None = None, *,
+                       mentions: bool = True) -> list[Quantity]:
     """Every number+unit mention of ``text``, canonicalised, in order of appearance (repeats
     kept). ``units`` limits the result to those units and adds the units it defines (see
-    :func:`resolve_units`; an unknown name raises ``ValueError``)."""
+    :func:`resolve_units`; an unknown name raises ``ValueError``). ``mentions=False``: for a source
+    section, whose quantities are compared, not shown — each ``shown`` is then its canonical form,
+    read faster and memoised with the number rule's reading of the sources."""
     allowed, added = _spec(units)
     if not isinstance(text, str):
         raise TypeError(f"text must be a string, got {type(text).__name__}")
-    return [q for q in _stated(text, added) if q.unit in allowed]
+    return [q for q in (_stated if mentions else _sourced)(text, added) if q.unit in allowed]
 
 
 def _listing(quantities: Iterable[Quantity]) -> list[str]:
@@ -382,7 +400,7 @@ def check_numbers(answer: str | None, expected_answer: str, source_text: str | S
     in_source: set[Quantity] = set()
     if found:
         texts = [source_text or ""] if isinstance(source_text, str) else source_text
-        in_source = {q for text in texts for q in _stated(text, added) if q.unit in allowed}
+        in_source = {q for text in texts for q in _sourced(text, added) if q.unit in allowed}
     answered = set(found)
     missing = [q for q in expected if q not in answered]
     outside = [q for q in found if q not in in_source]

@@ -13,19 +13,20 @@ from rageval.metrics.numbers import check_numbers, extract_quantities
 
 @pytest.fixture
 def reads(monkeypatch):
-    """The texts the scanner reads, in order, with both memo caches empty before and after."""
+    """The texts the scanner reads, in order, with the memo caches empty before and after."""
     seen: list[str] = []
     scan = numbers._scan
+    caches = (numbers._stated, numbers._sourced, numbers._answered)
 
-    def counted(text, added=()):
+    def counted(text, added=(), mentions=True):
         seen.append(text)
-        return scan(text, added)
-    numbers._stated.cache_clear()
-    numbers._answered.cache_clear()
+        return scan(text, added, mentions)
+    for cache in caches:
+        cache.cache_clear()
     monkeypatch.setattr(numbers, "_scan", counted)
     yield seen
-    numbers._stated.cache_clear()
-    numbers._answered.cache_clear()
+    for cache in caches:
+        cache.cache_clear()
 
 
 def test_golden_texts_are_read_once_however_many_answers_come_between(reads):
@@ -38,7 +39,7 @@ def test_golden_texts_are_read_once_however_many_answers_come_between(reads):
     assert len(reads) == 10_000 + 2 * 200
     del reads[:]
     # the snapshots read the same texts again: all from memory
-    snapshot = {source: sorted(str(q) for q in extract_quantities(source)) for _, source in golden}
+    snapshot = {source: sorted(str(q) for q in extract_quantities(source, mentions=False)) for _, source in golden}
     expected_numbers = {expected: sorted(str(q) for q in extract_quantities(expected)) for expected, _ in golden}
     assert reads == []
     assert snapshot[golden[6][1]] == ["7 ngày", "7.000 đồng"]
@@ -50,3 +51,15 @@ def test_an_answer_that_repeats_is_read_once(reads):
         result = check_numbers("Trong 7 ngày.", "Đổi trả trong 7 ngày.", "Đổi trả trong 7 ngày kể từ khi nhận.")
         assert result.status == "pass"
     assert sorted(reads) == sorted(["Trong 7 ngày.", "Đổi trả trong 7 ngày.", "Đổi trả trong 7 ngày kể từ khi nhận."])
+
+
+def test_a_source_read_without_its_mentions_states_the_same_quantities():
+    """The corpus snapshot and the number rule read a source section without cutting its mentions out
+    (they only compare it): the same quantities, each shown in its canonical form."""
+    text = "Hoàn tiền trong 3-5 ngày làm việc; phí $7.95 hoặc 30 days, tối đa 1,5 triệu đồng."
+    written = extract_quantities(text)
+    compared = extract_quantities(text, mentions=False)
+    assert [q.shown for q in written] == ["3 ngày làm việc", "5 ngày làm việc", "$7.95", "30 days", "1,5 triệu đồng"]
+    assert compared == written
+    assert [q.shown for q in compared] == [str(q) for q in written] == [
+        "3 ngày làm việc", "5 ngày làm việc", "7,95 USD", "30 ngày", "1.500.000 đồng"]
