@@ -186,3 +186,14 @@ def test_the_word_masks_find_the_sentences_a_plain_look_finds(question, texts):
     for sentences, masks in chunks:
         assert masks is None or masks == {w: sum(1 << i for i, s in enumerate(sentences) if w in s[3])
                                           for s in sentences for w in s[3]}
+
+
+@settings(max_examples=500, deadline=None)
+@given(values=st.lists(st.floats(min_value=1e-300, max_value=1e300) | st.sampled_from([1.0, 1e16, 1e-16, 0.1, 3.0]),
+                       min_size=1, max_size=12),
+       mask=st.integers(0, 2**12 - 1))
+def test_a_sentences_weight_is_the_exact_sum_of_its_terms(values, mask):
+    """The coverage and weight sums (one or two terms added, more through fsum) are math.fsum's,
+    bit for bit, whatever the values' magnitudes."""
+    mask &= (1 << len(values)) - 1
+    assert generation._sum(values, mask) == math.fsum(v for j, v in enumerate(values) if mask >> j & 1)
