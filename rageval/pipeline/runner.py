@@ -123,9 +123,8 @@ class Evaluation:
                 raise
             except Exception as exc:  # noqa: BLE001 - the user's app failing is a per-case error
                 trace = Trace(case.id, error=f"{type(exc).__name__}: {exc}")
-            result = score_case(case, trace, self.corpus, self.cfg, self.judge, fresh=fresh, holders=self.holders)
-            return result.replace(retrieved=None if result.retrieved is None else result.retrieved[:store_k],
-                                  latency_ms=self.clock.latency(result.latency_ms))
+            return score_case(case, trace, self.corpus, self.cfg, self.judge, fresh=fresh, holders=self.holders,
+                              keep=store_k, latency=self.clock.latency)
 
         def answer_search(search: Sequence[Sequence[Case]], each: Callable[..., Iterator[CaseResult]] = map
                           ) -> Iterator[CaseResult]:
@@ -310,20 +309,25 @@ def make_app(cfg: Config, corpus: Corpus, app_spec: str | None, client: LLMClien
 # --- scoring ------------------------------------------------------------------------------
 
 def score_case(case: Case, trace: Trace, corpus: Corpus, cfg: Config, judge: CaseJudge, *,
-               fresh: bool = False, holders: Mapping[str, Sequence[frozenset[str]]] | None = None) -> CaseResult:
+               fresh: bool = False, holders: Mapping[str, Sequence[frozenset[str]]] | None = None,
+               keep: int | None = None, latency: Callable[[float | None], float | None] | None = None
+               ) -> CaseResult:
     """Every check of one answered case, in the registry's order (retrieval, rules, then model
     checks, told which rules the case already fails), and its verdict: passed when no applicable
     check failed; an App error or a check error makes the case an error (``passed`` None), not a
     fail. ``fresh``: model checks bypass the response cache (the gate's re-runs). ``holders``:
-    section → the sections of the index's chunks holding it, when the app says (nDCG's ideal)."""
-    base = CaseResult(
+    section → the sections of the index's chunks holding it, when the app says (nDCG's ideal).
+    The result keeps the top ``keep`` retrieved items (the metrics see them all) and ``latency`` of
+    the trace's latency (:meth:`rageval.clock.Clock.latency`); the result is made once, at the end."""
+    case_fields = dict(
         id=case.id, question=case.question, expected_answer=case.expected_answer,
         expected_sections=tuple(case.expected_sections), slice=SHARED.mapping(dict(case.slice)),
-        tags=tuple(case.tags),
-        out_of_scope=case.out_of_scope, answer=trace.answer, retrieved=trace.retrieved,
-        error=trace.error, usage=SHARED.mapping(dict(trace.usage)), latency_ms=trace.latency_ms)
+        tags=tuple(case.tags), out_of_scope=case.out_of_scope, answer=trace.answer,
+        retrieved=trace.retrieved if trace.retrieved is None or keep is None else trace.retrieved[:keep],
+        usage=SHARED.mapping(dict(trace.usage)),
+        latency_ms=trace.latency_ms if latency is None else latency(trace.latency_ms))
     if trace.error:
-        return base
+        return CaseResult(**case_fields, error=trace.error)
     # chunk sizes: as the app reported them, else counted with our tokenizer
     tokens = None if trace.retrieved is None else [
         r.tokens if r.tokens is not None else count_tokens(r.text) for r in trace.retrieved]
@@ -351,9 +355,9 @@ def score_case(case: Case, trace: Trace, corpus: Corpus, cfg: Config, judge: Cas
             if check.stage == RULE and result.status == FAIL:
                 x.failed_rules.append(check.name)
     passed, failures, error = verdict_of(checks)
-    return base.replace(context_tokens=None if tokens is None else sum(tokens[: len(trace.context)]),
-                        first_relevant_rank=rank, metrics=SHARED.mapping(metrics), checks=checks, passed=passed,
-                        failures=failures, error=error)
+    return CaseResult(**case_fields, context_tokens=None if tokens is None else sum(tokens[: len(trace.context)]),
+                      first_relevant_rank=rank, metrics=SHARED.mapping(metrics), checks=checks, passed=passed,
+                      failures=failures, error=error)
 
 
 def case_relevance(case: Case, corpus: Corpus, cfg: Config,
