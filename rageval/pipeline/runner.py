@@ -29,9 +29,10 @@ from rageval.golden.corpus import Corpus, joined, load_corpus
 from rageval.golden.set import Case, GoldenSet, load_golden
 from rageval.metrics.aggregate import summarize, verdict_of
 from rageval.metrics.judge import JUDGE_PARAMETERS
-from rageval.metrics.registry import REGISTRY, RULE, CaseInput, case_metrics
+from rageval.metrics.registry import REGISTRY, RULE, CaseInput
 from rageval.metrics.registry import needs_model as checks_need_model
 from rageval.metrics.retrieval import Relevance, first_relevant_rank
+from rageval.metrics.tables import metric_table
 from rageval.pipeline import workers
 from rageval.pipeline.apps import App, Trace
 from rageval.pipeline.apps.builtin import SEARCH_BATCH, BuiltinApp
@@ -332,11 +333,11 @@ def score_case(case: Case, trace: Trace, corpus: Corpus, cfg: Config, judge: Cas
     tokens = None if trace.retrieved is None else [
         r.tokens if r.tokens is not None else count_tokens(r.text) for r in trace.retrieved]
     relevance = case_relevance(case, corpus, cfg, holders)
-    metrics: dict[str, float] = {}
+    metrics: Mapping[str, float] = SHARED.mapping({})
     rank = None
     if trace.retrieved is not None and tokens is not None and relevance.grades:
         ranking = [set(r.sections) for r in trace.retrieved]
-        metrics = {k: round(v, 6) for k, v in case_metrics(cfg.metric_names(), ranking, tokens, relevance).items()}
+        metrics = metric_table(cfg.metric_names(), ranking, tokens, relevance, share=SHARED.mapping)
         rank = first_relevant_rank(ranking, relevance)
     sources = tuple(corpus.texts_of([s for s, g in relevance.grades.items() if g > 0]))
     source = joined(sources)
@@ -356,7 +357,7 @@ def score_case(case: Case, trace: Trace, corpus: Corpus, cfg: Config, judge: Cas
                 x.failed_rules.append(check.name)
     passed, failures, error = verdict_of(checks)
     return CaseResult(**case_fields, context_tokens=None if tokens is None else sum(tokens[: len(trace.context)]),
-                      first_relevant_rank=rank, metrics=SHARED.mapping(metrics), checks=checks, passed=passed,
+                      first_relevant_rank=rank, metrics=metrics, checks=checks, passed=passed,
                       failures=failures, error=error)
 
 
