@@ -13,6 +13,7 @@ a project may read anything of a case; a table holding one is computed case by c
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -27,7 +28,7 @@ _BUILT_IN = (retrieval.hit_at, retrieval.recall_at, retrieval.rr_at, retrieval.n
 LIMIT = 65_536
 
 _tables: dict[tuple[tuple[Any, ...], Any], Mapping[str, float]] = {}
-_plans: dict[tuple[str, ...], tuple[tuple[Any, ...], tuple[int, ...]] | None] = {}
+_plans: dict[tuple[str, ...], tuple[tuple[Any, ...], tuple[int, ...], tuple[str, ...]] | None] = {}
 
 
 def metric_table(names: Sequence[str], ranking: retrieval.Ranking, tokens: Sequence[int],
@@ -47,9 +48,9 @@ def metric_table(names: Sequence[str], ranking: retrieval.Ranking, tokens: Seque
     return table
 
 
-def _plan(names: tuple[str, ...]) -> tuple[tuple[Any, ...], tuple[int, ...]] | None:
-    """(the families the names use, the token budgets among them), or None when a family is not
-    built in (or a name is not a retrieval metric: case_metrics says so)."""
+def _plan(names: tuple[str, ...]) -> tuple[tuple[Any, ...], tuple[int, ...], tuple[str, ...]] | None:
+    """(the families the names use, the token budgets among them, the families' names), or None
+    when a family is not built in (or a name is not a retrieval metric: case_metrics says so)."""
     if names not in _plans:
         _plans[names] = None
         try:
@@ -58,9 +59,10 @@ def _plan(names: tuple[str, ...]) -> tuple[tuple[Any, ...], tuple[int, ...]] | N
             metrics = []
         families = tuple(REGISTRY.families.get(m.family) for m in metrics if m.is_retrieval)
         if len(families) == len(names) and all(f is not None and f.at in _BUILT_IN for f in families):
-            _plans[names] = (families, tuple(sorted({m.k for m in metrics if m.budget})))
+            _plans[names] = (families, tuple(sorted({m.k for m in metrics if m.budget})),
+                             tuple(f.family for f in families))
     plan = _plans[names]
-    if plan is not None and any(REGISTRY.families.get(f.family) is not f for f in plan[0]):
+    if plan is not None and not all(map(operator.is_, map(REGISTRY.families.get, plan[2]), plan[0])):
         del _plans[names]                                 # a family was registered again since
         return _plan(names)
     return plan
@@ -78,9 +80,13 @@ def _shape(names: tuple[str, ...], ranking: retrieval.Ranking, tokens: Sequence[
     ranks = []
     for chunk in ranking:
         held = keep.intersection(chunk)
-        for s in sorted(held.difference(label), key=lambda s: (grades[s], s)):
+        if not held:
+            ranks.append(())
+            continue
+        new = held.difference(label)
+        for s in sorted(new, key=lambda s: (grades[s], s)) if len(new) > 1 else new:
             label[s] = len(label)
-        ranks.append(tuple(sorted(label[s] for s in held)))
+        ranks.append(tuple(sorted(label[s] for s in held)) if len(held) > 1 else (label[min(held)],))
     for s in sorted(keep.difference(label), key=lambda s: (grades[s], s)):   # never retrieved
         label[s] = len(label)
     holders = relevance.holders
