@@ -3,10 +3,12 @@ or dropped by a restart (the cache is bounded)."""
 
 from __future__ import annotations
 
+import re
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rageval.text import PieceCache
+from rageval.text import PieceCache, fold, folded_words, folded_words_once
 
 
 @settings(max_examples=300, deadline=None)
@@ -32,3 +34,13 @@ def test_a_piece_is_cut_once_while_the_cache_holds_it():
     cache.each(["a", "b", "a"])
     cache.each(["b", "a", "c"])
     assert calls == ["a", "b", "c"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(st.sampled_from(list("aĐđổỜßſİ\u0301\u0323 \t\n\u00a0\u2003.,-_7²½ǅ"))
+               | st.characters(blacklist_categories=("Cs",)), max_size=40))
+def test_the_words_of_a_text_folded_at_once_are_those_read_piece_by_piece(text):
+    """folded_words_once (the extractive generator's reading of a sentence) gives folded_words's
+    words, and both are re.findall(r"\\w+", fold(text)): combining marks, ß, dotted İ, titlecase
+    digraphs, no-break and em spaces, digits and marks included."""
+    assert folded_words_once(text) == folded_words(text) == re.findall(r"\w+", fold(text))

@@ -24,7 +24,7 @@ import jinja2
 from rageval.errors import ConfigError, ModelError
 from rageval.pipeline.apps import Retrieved
 from rageval.pipeline.chunking import Chunk
-from rageval.text import PieceCache, folded_words
+from rageval.text import folded_words, folded_words_once
 
 #: what the extractive generator answers when no sentence covers the question, by language
 #: (rageval.metrics.rules recognises both as declines)
@@ -98,7 +98,6 @@ class ExtractiveGenerator:
         self.name = f"extractive:{max_sentences}"
         self.cache_size = max(cache_size, CACHE_MIN)
         self._read: dict[tuple[str, tuple[str, ...]], tuple[tuple[Sentence, ...], dict[str, int] | None]] = {}
-        self._pieces = _content_pieces(self.stop)          # piece of text -> its content words
 
     def sentences_of(self, chunk: Retrieved) -> tuple[Sentence, ...]:
         """The chunk's sentences, read once (a full cache is emptied, not grown: memory stays bounded)."""
@@ -113,7 +112,7 @@ class ExtractiveGenerator:
         if found is None:
             if len(self._read) >= self.cache_size:
                 self._read.clear()
-            found = self._read[key] = (_chunk_sentences(chunk.text, key[1], self.stop, self._pieces), None)
+            found = self._read[key] = (_chunk_sentences(chunk.text, key[1], self.stop), None)
         elif found[1] is _READ_AHEAD:       # read by read_ahead: this is its first use
             found = self._read[key] = (found[0], None)
         elif found[1] is None:
@@ -123,18 +122,17 @@ class ExtractiveGenerator:
     def read_ahead(self, chunks: Iterable[Chunk]) -> None:
         """Read the sentences of ``chunks`` now, up to the cache's size, as their first use would
         (the builtin app, before its worker processes fork: what each would read again, read once)."""
-        read, stop, pieces = self._read, self.stop, self._pieces
+        read, stop = self._read, self.stop
         for chunk in chunks:
             if len(read) >= self.cache_size:
                 return
             key = (chunk.text, tuple(chunk.sections))
             if key not in read:
-                read[key] = (_chunk_sentences(chunk.text, key[1], stop, pieces), _READ_AHEAD)
+                read[key] = (_chunk_sentences(chunk.text, key[1], stop), _READ_AHEAD)
 
     def forget_read_ahead(self) -> None:
         """Let go of the chunks read ahead and not used since (once the workers that use them forked)."""
         self._read = {key: found for key, found in self._read.items() if found[1] is not _READ_AHEAD}
-        self._pieces = _content_pieces(self.stop)
 
     def generate(self, question: str, chunks: Sequence[Retrieved], *, case_id: str, fresh: bool = False) -> Generated:
         q_terms = _terms(question, self.stop)
@@ -308,14 +306,13 @@ def _sum(values: Sequence[float], mask: int) -> float:
     return math.fsum(values[j] for j in _bits(mask))
 
 
-def _chunk_sentences(text: str, sections: tuple[str, ...] = (), stop: frozenset[str] = _STOP,
-                     pieces: PieceCache | None = None) -> tuple[Sentence, ...]:
+def _chunk_sentences(text: str, sections: tuple[str, ...] = (), stop: frozenset[str] = _STOP
+                     ) -> tuple[Sentence, ...]:
     """(section heading, start, end, content words) of each sentence of a chunk text, in order;
     ``text[start:end]`` is the sentence. Heading lines — a line that starts with the id of one of
     the chunk's ``sections`` ("DT-1 Thời hạn") — name the section of the sentences below them and
     are not sentences; a paragraph that only looks like one ("Same-day delivery is …") is text.
-    ``pieces``: whitespace-separated piece → its content words, filled as pieces are met."""
-    pieces = _content_pieces(stop) if pieces is None else pieces
+    Each sentence is folded whole (:func:`rageval.text.folded_words_once`): a chunk is read once."""
     out = []
     section = ""
     at = 0
@@ -326,15 +323,10 @@ def _chunk_sentences(text: str, sections: tuple[str, ...] = (), stop: frozenset[
             section = first
         if not line.strip() or heading:
             continue
-        body = line.lstrip("-*• ").strip()
-        words = pieces.each(body.split())     # a sentence is whole pieces of its line
-        i = 0
-        for sent in _line_sentences(body):
+        for sent in _line_sentences(line.lstrip("-*• ").strip()):
             start = text.find(sent, at)          # in order: found at or after the previous one's end
             at = start + len(sent)
-            k = i + len(sent.split())
-            out.append((section, start, at, tuple(itertools.chain.from_iterable(words[i:k]))))
-            i = k
+            out.append((section, start, at, tuple([w for w in folded_words_once(sent) if w not in stop])))
     return tuple(out)
 
 
@@ -351,12 +343,6 @@ def _line_sentences(line: str) -> list[str]:
         at = m.end()
     out.append(line[at:].strip())
     return [s for s in out if s]
-
-
-def _content_pieces(stop: frozenset[str]) -> PieceCache:
-    """Each whitespace-separated piece's content words (folded, not in ``stop``), read once per piece
-    (at most PieceCache's limit kept: memory stays bounded)."""
-    return PieceCache(lambda piece: tuple(w for w in folded_words(piece) if w not in stop))
 
 
 class ChatGenerator:
