@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from sys import intern
 from typing import Any, Protocol
 
 import jinja2
@@ -326,7 +327,7 @@ def _chunk_sentences(text: str, sections: tuple[str, ...] = (), stop: frozenset[
         for sent in _line_sentences(line.lstrip("-*• ").strip()):
             start = text.find(sent, at)          # in order: found at or after the previous one's end
             at = start + len(sent)
-            out.append((section, start, at, tuple([w for w in folded_words_once(sent) if w not in stop])))
+            out.append((section, start, at, tuple([intern(w) for w in folded_words_once(sent) if w not in stop])))
     return tuple(out)
 
 
