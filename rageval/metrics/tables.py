@@ -98,12 +98,4 @@ def _shape(names: tuple[str, ...], ranking: retrieval.Ranking, tokens: Sequence[
 
 def _fitting(budgets: tuple[int, ...], tokens: Sequence[int]) -> tuple[int, ...]:
     """How many chunks each token budget holds (:func:`rageval.metrics.retrieval.budget_prefix`)."""
-    out = []
-    for budget in budgets:
-        total, n = 0, 0
-        for t in tokens:
-            if total + t > budget:
-                break
-            total, n = total + t, n + 1
-        out.append(n)
-    return tuple(out)
+    return tuple(len(retrieval.budget_prefix(tokens, tokens, budget)) for budget in budgets)
