@@ -63,7 +63,7 @@ def _plan(names: tuple[str, ...]) -> tuple[tuple[Any, ...], tuple[int, ...], tup
                              tuple(f.family for f in families))
     plan = _plans[names]
     if plan is not None and not all(map(operator.is_, map(REGISTRY.families.get, plan[2]), plan[0])):
-        del _plans[names]                                 # a family was registered again since
+        _plans.pop(names, None)                           # a family was registered again since (threads: pop)
         return _plan(names)
     return plan
 
