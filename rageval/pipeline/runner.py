@@ -333,7 +333,7 @@ def score_case(case: Case, trace: Trace, corpus: Corpus, cfg: Config, judge: Cas
     tokens = None if trace.retrieved is None else [
         r.tokens if r.tokens is not None else count_tokens(r.text) for r in trace.retrieved]
     relevance = case_relevance(case, corpus, cfg, holders)
-    metrics: Mapping[str, float] = SHARED.mapping({})
+    metrics: Mapping[str, float] | None = None
     rank = None
     if trace.retrieved is not None and tokens is not None and relevance.grades:
         ranking = [set(r.sections) for r in trace.retrieved]
@@ -357,8 +357,8 @@ def score_case(case: Case, trace: Trace, corpus: Corpus, cfg: Config, judge: Cas
                 x.failed_rules.append(check.name)
     passed, failures, error = verdict_of(checks)
     return CaseResult(**case_fields, context_tokens=None if tokens is None else sum(tokens[: len(trace.context)]),
-                      first_relevant_rank=rank, metrics=metrics, checks=checks, passed=passed,
-                      failures=failures, error=error)
+                      first_relevant_rank=rank, metrics=SHARED.mapping({}) if metrics is None else metrics,
+                      checks=checks, passed=passed, failures=failures, error=error)
 
 
 def case_relevance(case: Case, corpus: Corpus, cfg: Config,
